@@ -1,0 +1,154 @@
+#include "core/added_tokens.h"
+
+#include <algorithm>
+
+#include "core/unicode.h"
+
+namespace toktier::core {
+namespace {
+
+bool IsWhiteAt(std::string_view s, size_t i, size_t* len) {
+  return (unicode::Classes(unicode::DecodeAt(s, i, len)) & unicode::kWhite) != 0;
+}
+
+// HF's single_word test uses \w: letters, marks, numbers, connector punctuation.
+bool IsWordChar(char32_t cp) {
+  if (cp == '_') return true;
+  return (unicode::Classes(cp) & (unicode::kLetter | unicode::kMark | unicode::kNumber)) != 0;
+}
+
+}  // namespace
+
+void AddedTokenMatcher::Build(std::vector<AddedToken> tokens) {
+  tokens_ = std::move(tokens);
+  trie_.assign(1, Node{});
+  std::fill(std::begin(first_byte_), std::end(first_byte_), false);
+  max_len_ = 0;
+  has_strip_rules_ = false;
+  for (size_t t = 0; t < tokens_.size(); ++t) {
+    const std::string& s = tokens_[t].content;
+    if (s.empty()) continue;
+    has_strip_rules_ |= tokens_[t].lstrip || tokens_[t].rstrip || tokens_[t].single_word;
+    max_len_ = std::max(max_len_, s.size());
+    first_byte_[static_cast<unsigned char>(s[0])] = true;
+    uint32_t node = 0;
+    for (unsigned char c : s) {
+      auto& ch = trie_[node].children;
+      auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(c, 0u),
+                                 [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (it != ch.end() && it->first == c) {
+        node = it->second;
+      } else {
+        uint32_t fresh = static_cast<uint32_t>(trie_.size());
+        ch.insert(it, {c, fresh});
+        trie_.push_back(Node{});
+        node = fresh;
+      }
+    }
+    // The first token listed with a given content wins, as in HF's map.
+    if (trie_[node].token < 0) trie_[node].token = static_cast<int32_t>(t);
+  }
+}
+
+size_t AddedTokenMatcher::LongestAt(std::string_view text, size_t i, size_t* index) const {
+  uint32_t node = 0;
+  size_t best = 0;
+  for (size_t k = i; k < text.size(); ++k) {
+    const auto& ch = trie_[node].children;
+    unsigned char c = static_cast<unsigned char>(text[k]);
+    auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(c, 0u),
+                               [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (it == ch.end() || it->first != c) break;
+    node = it->second;
+    if (trie_[node].token >= 0) {
+      best = k + 1 - i;
+      *index = static_cast<size_t>(trie_[node].token);
+    }
+  }
+  return best;
+}
+
+void AddedTokenMatcher::Split(std::string_view text, uint32_t base, std::vector<Segment>& out) const {
+  size_t start = 0;  // end of the previous match
+  size_t i = 0;
+  const size_t n = text.size();
+  while (i < n) {
+    if (!first_byte_[static_cast<unsigned char>(text[i])]) {
+      ++i;
+      continue;
+    }
+    size_t index = 0;
+    size_t len = LongestAt(text, i, &index);
+    if (len == 0) {
+      ++i;
+      continue;
+    }
+    const AddedToken& tok = tokens_[index];
+    size_t mb = i, me = i + len;
+    if (tok.single_word) {
+      bool ok = true;
+      if (mb > 0) {
+        size_t l = 0;
+        ok &= !IsWordChar(unicode::DecodeAt(text, unicode::PrevStart(text, mb), &l));
+      }
+      if (me < n) {
+        size_t l = 0;
+        ok &= !IsWordChar(unicode::DecodeAt(text, me, &l));
+      }
+      if (!ok) {
+        // HF skips this match; scanning resumes after it.
+        i = me;
+        continue;
+      }
+    }
+    if (tok.lstrip) {
+      while (mb > start) {
+        size_t ps = unicode::PrevStart(text, mb), l = 0;
+        if (!IsWhiteAt(text, ps, &l)) break;
+        mb = ps;
+      }
+    }
+    if (tok.rstrip) {
+      size_t l = 0;
+      while (me < n && IsWhiteAt(text, me, &l)) me += l;
+    }
+    if (mb > start) out.push_back(Segment{base + static_cast<uint32_t>(start), base + static_cast<uint32_t>(mb), false, 0});
+    out.push_back(Segment{base + static_cast<uint32_t>(mb), base + static_cast<uint32_t>(me), true, tok.id});
+    start = me;
+    i = me;
+  }
+  if (start < n || n == 0) {
+    if (start < n) out.push_back(Segment{base + static_cast<uint32_t>(start), base + static_cast<uint32_t>(n), false, 0});
+  }
+}
+
+bool AddedTokenMatcher::Straddles(std::string_view text, size_t p) const {
+  if (tokens_.empty() || p == 0 || p >= text.size()) return false;
+  size_t from = p >= max_len_ ? p - max_len_ + 1 : 0;
+  for (size_t i = from; i < p; ++i) {
+    if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
+    // Any token (not just the longest) starting at i and ending after p.
+    uint32_t node = 0;
+    for (size_t k = i; k < text.size(); ++k) {
+      const auto& ch = trie_[node].children;
+      unsigned char c = static_cast<unsigned char>(text[k]);
+      auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(c, 0u),
+                                 [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (it == ch.end() || it->first != c) break;
+      node = it->second;
+      if (trie_[node].token >= 0 && k + 1 > p) return true;
+    }
+  }
+  return false;
+}
+
+size_t AddedTokenMatcher::FirstOccurrence(std::string_view text, size_t from, size_t limit) const {
+  for (size_t i = from; i < limit; ++i) {
+    if (!first_byte_[static_cast<unsigned char>(text[i])]) continue;
+    size_t index = 0;
+    if (LongestAt(text, i, &index) > 0) return i;
+  }
+  return limit;
+}
+
+}  // namespace toktier::core

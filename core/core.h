@@ -1,0 +1,204 @@
+// toktier core: the public interface of core/ (tokenizers, token state,
+// incremental repair). Other folders include only this header.
+//
+// core/ is pure: no file or network I/O, no metrics. Callers read files and
+// hand their bytes in; every operation returns an outcome that callers count.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace toktier::core {
+
+// Result of an operation that can fail on untrusted input. No exceptions
+// cross this interface.
+class Status {
+ public:
+  Status() = default;
+  static Status Ok() { return {}; }
+  static Status Error(std::string message) {
+    Status s;
+    s.ok_ = false;
+    s.message_ = std::move(message);
+    return s;
+  }
+  [[nodiscard]] bool ok() const { return ok_; }
+  [[nodiscard]] const std::string& message() const { return message_; }
+
+ private:
+  bool ok_ = true;
+  std::string message_;
+};
+
+// Which file format a tokenizer came from.
+enum class TokenizerFormat { kHuggingFaceJson, kTiktokenJson, kTiktokenRanks };
+
+class TokenizerImpl;
+
+// An immutable tokenizer model, shared by all sessions and threads.
+class Tokenizer {
+ public:
+  // A Hugging Face tokenizer.json. A component that is not supported is an
+  // error naming it; it never silently yields other IDs.
+  [[nodiscard]] static std::shared_ptr<const Tokenizer> FromHuggingFaceJson(
+      std::string_view json, Status* status);
+  // One of the `encoders/*.json` files of the tiktoken npm package
+  // ({"pat_str", "special_tokens", "bpe_ranks"}).
+  [[nodiscard]] static std::shared_ptr<const Tokenizer> FromTiktokenJson(
+      std::string_view json, Status* status);
+  // A raw `.tiktoken` rank file (base64 token, space, rank per line) with the
+  // encoding name that fixes its pattern and special tokens (r50k_base,
+  // p50k_base, p50k_edit, cl100k_base, o200k_base, o200k_harmony).
+  [[nodiscard]] static std::shared_ptr<const Tokenizer> FromTiktokenRanks(
+      std::string_view ranks, std::string_view encoding_name, Status* status);
+  // Picks the format from the content: a JSON object with "model" is HF, one
+  // with "bpe_ranks" is tiktoken JSON, anything else needs encoding_name.
+  [[nodiscard]] static std::shared_ptr<const Tokenizer> FromBytes(
+      std::string_view content, std::string_view encoding_name, Status* status);
+
+  ~Tokenizer();
+  Tokenizer(const Tokenizer&) = delete;
+  Tokenizer& operator=(const Tokenizer&) = delete;
+
+  // Token IDs of `text` (valid UTF-8; see ValidateUtf8) exactly as the
+  // reference gives them. For HF tokenizers add_special_tokens runs the
+  // post-processor (BOS etc.). For tiktoken encodings, add_special_tokens
+  // means special-token strings in the text become special tokens
+  // (tiktoken's allowed_special="all"); without it they are ordinary text
+  // (encode_ordinary).
+  void Encode(std::string_view text, bool add_special_tokens,
+              std::vector<uint32_t>& ids) const;
+
+  // Same, also giving each token's end as a byte offset into `text`
+  // (non-decreasing; a token made up entirely by a normalizer or the
+  // post-processor ends where its source position is).
+  void EncodeWithEnds(std::string_view text, bool add_special_tokens,
+                      std::vector<uint32_t>& ids,
+                      std::vector<uint32_t>& ends) const;
+
+  // Content hash of everything that determines the output (hex, 16 chars).
+  [[nodiscard]] const std::string& version_hash() const;
+  [[nodiscard]] TokenizerFormat format() const;
+  // Human-readable summary: model, components, which fast paths apply.
+  [[nodiscard]] std::string Describe() const;
+  [[nodiscard]] size_t vocab_size() const;
+  // Bytes of a token (raw UTF-8 bytes for byte-level vocabularies); empty if
+  // the id is unknown.
+  [[nodiscard]] std::string TokenBytes(uint32_t id) const;
+
+  // Internal: the implementation, for core's own components (repair).
+  [[nodiscard]] const TokenizerImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);
+  std::unique_ptr<TokenizerImpl> impl_;
+  friend class TokenizerImpl;
+};
+
+// Returns the byte offset of the first invalid UTF-8 sequence, or npos.
+[[nodiscard]] size_t FindInvalidUtf8(std::string_view text);
+
+// ---- Token state and incremental repair ------------------------------------
+
+// A byte span [begin, end) of the source text.
+struct TextSpan {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  bool operator==(const TextSpan&) const = default;
+};
+
+// One session's token state: the text, its token IDs, each token's end byte
+// offset in the text, where added tokens were matched, the tokenizer version
+// and the add_special_tokens setting it was made with. Edits splice it in
+// place (truncate, then append); nothing is copied per request.
+class TokenState {
+ public:
+  [[nodiscard]] const std::string& text() const { return text_; }
+  [[nodiscard]] const std::vector<uint32_t>& ids() const { return ids_; }
+  [[nodiscard]] const std::vector<uint32_t>& ends() const { return ends_; }
+  [[nodiscard]] const std::vector<TextSpan>& added_spans() const { return added_; }
+  [[nodiscard]] const std::string& version_hash() const { return version_hash_; }
+  [[nodiscard]] bool add_special_tokens() const { return add_special_tokens_; }
+  [[nodiscard]] bool empty() const { return version_hash_.empty(); }
+  // Bytes this state accounts for: 4 per ID, 4 per end, the text, the spans.
+  [[nodiscard]] size_t AccountedBytes() const {
+    return ids_.size() * 4 + ends_.size() * 4 + text_.size() + added_.size() * sizeof(TextSpan);
+  }
+  void Clear() { *this = TokenState(); }
+
+  // Rebuilds a state from persisted parts. Checks that the parts are
+  // consistent (sizes, order, ends within the text); the caller checks the
+  // version hash and a content checksum. Returns false when inconsistent.
+  [[nodiscard]] bool Assign(std::string text, std::vector<uint32_t> ids, std::vector<uint32_t> ends,
+                            std::vector<TextSpan> added, std::string version_hash, bool add_special_tokens);
+
+ private:
+  friend class Repairer;
+  std::string text_;
+  std::vector<uint32_t> ids_;
+  std::vector<uint32_t> ends_;
+  std::vector<TextSpan> added_;
+  std::string version_hash_;
+  bool add_special_tokens_ = false;
+};
+
+// How a state update was done.
+enum class RepairPath : uint8_t {
+  kUnchanged,  // same text: the cached IDs as they are
+  kFirstTry,   // spliced at a sync point in the first window
+  kWidened,    // spliced after widening the window (RepairOutcome::widenings)
+  kFull,       // tokenized in full (RepairOutcome::full_reason)
+};
+
+enum class FullReason : uint8_t {
+  kNone,
+  kNoState,           // nothing cached (a new session)
+  kVersionMismatch,   // state made by another tokenizer version
+  kSpecialsMismatch,  // state made with another add_special_tokens
+  kEditAtStart,       // the texts differ in their first characters
+  kNoCertificate,     // no sync point within the widest window (or before the edit)
+  kUnsupported,       // the tokenizer has a component repair cannot certify
+  kQuarantined,       // the fast path is quarantined for this version
+};
+
+[[nodiscard]] std::string_view RepairPathName(RepairPath p);
+[[nodiscard]] std::string_view FullReasonName(FullReason r);
+
+struct RepairOutcome {
+  RepairPath path = RepairPath::kFull;
+  FullReason full_reason = FullReason::kNone;
+  int widenings = 0;
+  size_t common_prefix = 0;  // L: bytes shared with the previous text
+  size_t sync_point = 0;     // p: where fresh tokenization started
+  size_t kept_tokens = 0;    // cached tokens reused
+  size_t fresh_tokens = 0;   // tokens made in this call
+};
+
+struct RepairOptions {
+  // Characters before the edit searched for a sync point at first (seeds: 512).
+  size_t window_chars = 512;
+  // Doublings of the window before falling back to a full tokenization.
+  int max_widenings = 5;
+  // False forces a full tokenization on the generic (reference) path, e.g.
+  // when the shadow verifier quarantined this tokenizer version.
+  bool allow_fast_path = true;
+};
+
+// Brings `state` to `new_text`: IDs equal to a full tokenization of new_text
+// with add_special_tokens (the contract), reusing the cached prefix when a
+// certified sync point exists. new_text must be valid UTF-8.
+class Repairer {
+ public:
+  static RepairOutcome Update(const Tokenizer& tokenizer, TokenState& state, std::string_view new_text,
+                              bool add_special_tokens, const RepairOptions& options = {});
+  // Tokenizes in full into `state` (the miss path).
+  static void Reset(const Tokenizer& tokenizer, TokenState& state, std::string_view text, bool add_special_tokens,
+                    bool generic_path = false);
+};
+
+}  // namespace toktier::core

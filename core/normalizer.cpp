@@ -1,0 +1,197 @@
+#include "core/normalizer.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <utf8proc.h>
+
+#include "core/unicode.h"
+
+namespace toktier::core {
+namespace {
+
+bool IsAscii(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c >= 0x80) return false;
+  }
+  return true;
+}
+
+int UnicodeFlags(NormalizerOp::Kind k) {
+  switch (k) {
+    case NormalizerOp::Kind::kNFC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE;
+    case NormalizerOp::Kind::kNFD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
+    case NormalizerOp::Kind::kNFKC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+    case NormalizerOp::Kind::kNFKD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+    default: return 0;
+  }
+}
+
+bool IsUnicodeForm(NormalizerOp::Kind k) {
+  return k == NormalizerOp::Kind::kNFC || k == NormalizerOp::Kind::kNFD ||
+         k == NormalizerOp::Kind::kNFKC || k == NormalizerOp::Kind::kNFKD;
+}
+
+// Appends `piece` (source offsets [src_begin, src_end)) rewritten as `rewritten`.
+void EmitRewritten(std::string_view rewritten, uint32_t src_begin, uint32_t src_end,
+                   std::string& out, std::vector<uint32_t>& align) {
+  for (size_t k = 0; k < rewritten.size(); ++k) align.push_back(k == 0 ? src_begin : src_end);
+  out.append(rewritten);
+}
+
+void EmitIdentity(std::string_view s, uint32_t src_begin, std::string& out, std::vector<uint32_t>& align) {
+  for (size_t k = 0; k < s.size(); ++k) align.push_back(src_begin + static_cast<uint32_t>(k));
+  out.append(s);
+}
+
+// Unicode normalization forms in chunks that start at ASCII characters: an
+// ASCII character never composes with what precedes it and has combining class
+// 0, so nothing reorders or composes across the start of a chunk.
+void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string& out,
+                      std::vector<uint32_t>& align) {
+  if (IsAscii(in)) {
+    EmitIdentity(in, 0, out, align);
+    return;
+  }
+  size_t i = 0;
+  while (i < in.size()) {
+    // An ASCII run, copied as is (but its last char may start a chunk with marks).
+    size_t j = i;
+    while (j < in.size() && static_cast<unsigned char>(in[j]) < 0x80) ++j;
+    size_t chunk_begin = j > i ? j - 1 : i;
+    if (chunk_begin > i) EmitIdentity(in.substr(i, chunk_begin - i), static_cast<uint32_t>(i), out, align);
+    if (j == in.size()) {
+      EmitIdentity(in.substr(chunk_begin, j - chunk_begin), static_cast<uint32_t>(chunk_begin), out, align);
+      break;
+    }
+    size_t k = j;
+    while (k < in.size() && static_cast<unsigned char>(in[k]) >= 0x80) ++k;
+    std::string_view chunk = in.substr(chunk_begin, k - chunk_begin);
+    utf8proc_uint8_t* mapped = nullptr;
+    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(chunk.data()),
+                                      static_cast<utf8proc_ssize_t>(chunk.size()), &mapped,
+                                      static_cast<utf8proc_option_t>(UnicodeFlags(kind)));
+    if (n < 0) {
+      // Only on invalid UTF-8, which callers reject before encoding.
+      EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
+    } else {
+      std::string_view res(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
+      if (res == chunk) {
+        EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
+      } else {
+        EmitRewritten(res, static_cast<uint32_t>(chunk_begin), static_cast<uint32_t>(k), out, align);
+      }
+    }
+    std::free(mapped);
+    i = k;
+  }
+}
+
+void ApplyReplace(const NormalizerOp& op, std::string_view in, std::string& out, std::vector<uint32_t>& align) {
+  size_t i = 0;
+  while (i < in.size()) {
+    size_t hit = op.pattern.empty() ? std::string_view::npos : in.find(op.pattern, i);
+    if (hit == std::string_view::npos) {
+      EmitIdentity(in.substr(i), static_cast<uint32_t>(i), out, align);
+      break;
+    }
+    EmitIdentity(in.substr(i, hit - i), static_cast<uint32_t>(i), out, align);
+    EmitRewritten(op.content, static_cast<uint32_t>(hit), static_cast<uint32_t>(hit + op.pattern.size()), out, align);
+    i = hit + op.pattern.size();
+  }
+}
+
+bool IsWhite(std::string_view s, size_t i, size_t* len) {
+  char32_t cp = unicode::DecodeAt(s, i, len);
+  return (unicode::Classes(cp) & unicode::kWhite) != 0;
+}
+
+void ApplyStrip(const NormalizerOp& op, std::string_view in, std::string& out, std::vector<uint32_t>& align) {
+  size_t b = 0, e = in.size();
+  if (op.strip_left) {
+    size_t len = 0;
+    while (b < e && IsWhite(in, b, &len)) b += len;
+  }
+  if (op.strip_right) {
+    while (e > b) {
+      size_t start = unicode::PrevStart(in, e), len = 0;
+      if (!IsWhite(in, start, &len)) break;
+      e = start;
+    }
+  }
+  EmitIdentity(in.substr(b, e - b), static_cast<uint32_t>(b), out, align);
+}
+
+}  // namespace
+
+void Normalizer::Apply(std::string_view seg, bool segment_start, std::string& out,
+                       std::vector<uint32_t>& align) const {
+  out.clear();
+  align.clear();
+  std::string cur(seg);
+  std::vector<uint32_t> cur_align(seg.size() + 1);
+  for (size_t k = 0; k <= seg.size(); ++k) cur_align[k] = static_cast<uint32_t>(k);
+  std::string next;
+  std::vector<uint32_t> step;
+  for (const NormalizerOp& op : ops_) {
+    next.clear();
+    step.clear();
+    if (IsUnicodeForm(op.kind)) {
+      ApplyUnicodeForm(op.kind, cur, next, step);
+    } else if (op.kind == NormalizerOp::Kind::kReplace) {
+      ApplyReplace(op, cur, next, step);
+    } else if (op.kind == NormalizerOp::Kind::kPrepend) {
+      if (segment_start && !cur.empty()) {
+        for (size_t k = 0; k < op.content.size(); ++k) step.push_back(0);
+        next.append(op.content);
+      }
+      EmitIdentity(cur, 0, next, step);
+    } else if (op.kind == NormalizerOp::Kind::kStrip) {
+      ApplyStrip(op, cur, next, step);
+    }
+    step.push_back(static_cast<uint32_t>(cur.size()));
+    // Compose: output byte -> previous string offset -> source offset.
+    for (auto& a : step) a = cur_align[a];
+    cur.swap(next);
+    cur_align.swap(step);
+  }
+  out = std::move(cur);
+  align = std::move(cur_align);
+}
+
+bool Normalizer::IsBoundary(std::string_view text, size_t p) const {
+  for (const NormalizerOp& op : ops_) {
+    if (IsUnicodeForm(op.kind)) {
+      if (p < text.size() && static_cast<unsigned char>(text[p]) >= 0x80) return false;
+    } else if (op.kind == NormalizerOp::Kind::kReplace) {
+      // A one-character pattern cannot straddle p. Longer patterns could
+      // only be checked on the text seen by this op; refuse.
+      size_t len = 0;
+      if (op.pattern.empty()) continue;
+      unicode::DecodeAt(op.pattern, 0, &len);
+      if (len != op.pattern.size()) return false;
+    } else if (op.kind == NormalizerOp::Kind::kStrip) {
+      return false;  // depends on the segment's end
+    }
+  }
+  return true;
+}
+
+std::string Normalizer::Describe() const {
+  std::string s;
+  for (const NormalizerOp& op : ops_) {
+    if (!s.empty()) s += ",";
+    switch (op.kind) {
+      case NormalizerOp::Kind::kNFC: s += "NFC"; break;
+      case NormalizerOp::Kind::kNFD: s += "NFD"; break;
+      case NormalizerOp::Kind::kNFKC: s += "NFKC"; break;
+      case NormalizerOp::Kind::kNFKD: s += "NFKD"; break;
+      case NormalizerOp::Kind::kReplace: s += "Replace"; break;
+      case NormalizerOp::Kind::kPrepend: s += "Prepend"; break;
+      case NormalizerOp::Kind::kStrip: s += "Strip"; break;
+    }
+  }
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace toktier::core

@@ -1,0 +1,50 @@
+// Normalizers (HF order, applied to each segment between added tokens), with
+// an alignment from normalized bytes back to source bytes so that token ends
+// can be reported in source offsets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/core.h"
+
+namespace toktier::core {
+
+struct NormalizerOp {
+  enum class Kind { kNFC, kNFD, kNFKC, kNFKD, kReplace, kPrepend, kStrip };
+  Kind kind = Kind::kNFC;
+  std::string pattern;  // kReplace: the string to find
+  std::string content;  // kReplace: replacement; kPrepend: the prefix
+  bool strip_left = false, strip_right = false;
+};
+
+class Normalizer {
+ public:
+  void Add(NormalizerOp op) { ops_.push_back(std::move(op)); }
+  [[nodiscard]] bool identity() const { return ops_.empty(); }
+  [[nodiscard]] const std::vector<NormalizerOp>& ops() const { return ops_; }
+
+  // Normalizes one segment. `segment_start` is false when `seg` continues a
+  // segment whose beginning was normalized earlier (Prepend is skipped).
+  // align (size out.size() + 1) gets, for each output byte, the source
+  // offset (relative to seg) where the text it came from starts; the last
+  // entry is seg.size(). Bytes of a rewritten run point to the run's end,
+  // except its first byte, so reported ends never fall inside the run.
+  void Apply(std::string_view seg, bool segment_start, std::string& out,
+             std::vector<uint32_t>& align) const;
+
+  // True if normalizing X equals normalizing X[:p] followed by normalizing
+  // X[p:] as a continuation, for every X with the characters of `text` around
+  // p. Prepend only acts at a segment start, so it never blocks a boundary.
+  [[nodiscard]] bool IsBoundary(std::string_view text, size_t p) const;
+
+  // A short description for Describe() / hashing.
+  [[nodiscard]] std::string Describe() const;
+
+ private:
+  std::vector<NormalizerOp> ops_;
+};
+
+}  // namespace toktier::core

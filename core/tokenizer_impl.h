@@ -1,0 +1,120 @@
+// The loaded tokenizer model (immutable) and its encoding pipeline:
+//   added-token split -> normalize each segment -> pre-tokenize -> BPE per
+//   piece -> post-processor specials.
+// Encoding can start in the middle of a text at a certified boundary, which
+// is what incremental repair builds on.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/added_tokens.h"
+#include "core/bpe.h"
+#include "core/core.h"
+#include "core/normalizer.h"
+#include "core/pretokenizer.h"
+#include "core/unicode.h"
+
+namespace toktier::core {
+
+class TokenizerImpl {
+ public:
+  TokenizerImpl();
+
+  // --- Encoding -----------------------------------------------------------
+  // Which splitter to use: the hand-written scanner when one applies, or the
+  // generic regex path (the in-project reference, used by the shadow verifier).
+  enum class Path { kFast, kGeneric };
+
+  // Where encoding results go: ids always; token ends and added-token spans
+  // (source offsets) when requested.
+  struct Sink {
+    std::vector<uint32_t>& ids;
+    std::vector<uint32_t>* ends = nullptr;
+    std::vector<TextSpan>* added = nullptr;
+  };
+
+  // Encodes text[begin:] assuming text[:begin] was encoded already and begin
+  // is a certified boundary. `continue_segment`: begin lies inside a segment
+  // (not right after an added token / at the start), so segment-start rules
+  // (Prepend, add_prefix_space) do not apply. Appends ids and, if ends is
+  // non-null, each token's end offset in text. No post-processor specials.
+  // match_added: whether added tokens are recognized (MatchesAddedTokens).
+  void EncodeFrom(std::string_view text, size_t begin, bool continue_segment, bool match_added,
+                  Path path, const Sink& out) const;
+
+  // Full encoding with the post-processor (clears the sink's vectors first).
+  void EncodeFull(std::string_view text, bool add_special_tokens, Path path, const Sink& out) const;
+
+  // --- Facts that incremental repair needs ---------------------------------
+  // Specials the post-processor puts before / after the content.
+  [[nodiscard]] const std::vector<uint32_t>& prefix_specials() const { return prefix_ids_; }
+  [[nodiscard]] const std::vector<uint32_t>& suffix_specials() const { return suffix_ids_; }
+  // Whether added tokens are matched at all for this add_special setting.
+  [[nodiscard]] bool MatchesAddedTokens(bool add_special_tokens) const {
+    return !(tiktoken_ && !add_special_tokens);
+  }
+  // `segment` is the text of one segment (between added tokens; it may be
+  // cut short a few dozen bytes after p). True when segment[:p] and
+  // segment[p:] encode independently: a normalizer boundary and a
+  // pre-tokenizer hard boundary, or (with no pre-tokenizer split) a pair of
+  // units no merge can join. See repair.cpp for the other conditions.
+  [[nodiscard]] bool IsContentBoundary(std::string_view text, size_t p) const;
+  [[nodiscard]] const AddedTokenMatcher& raw_added() const { return raw_added_; }
+  [[nodiscard]] const AddedTokenMatcher& normalized_added() const { return norm_added_; }
+  [[nodiscard]] bool format_is_tiktoken() const { return tiktoken_; }
+  [[nodiscard]] bool repair_supported() const { return repair_supported_; }
+  [[nodiscard]] const std::string& repair_unsupported_reason() const { return repair_unsupported_reason_; }
+
+  // --- Description ----------------------------------------------------------
+  [[nodiscard]] const std::string& version_hash() const { return version_hash_; }
+  [[nodiscard]] TokenizerFormat format() const { return format_; }
+  [[nodiscard]] std::string Describe() const;
+  [[nodiscard]] const BpeModel& bpe() const { return bpe_; }
+  [[nodiscard]] size_t vocab_size() const { return vocab_size_; }
+  [[nodiscard]] std::string TokenBytes(uint32_t id) const;
+  [[nodiscard]] const Splitter* fast_splitter() const { return fast_.get(); }
+  [[nodiscard]] const Splitter* generic_splitter() const { return generic_.get(); }
+  [[nodiscard]] uint64_t instance_id() const { return instance_id_; }
+
+  // --- Construction (loaders) ------------------------------------------------
+  TokenizerFormat format_ = TokenizerFormat::kHuggingFaceJson;
+  std::string version_hash_;
+  std::string name_;  // e.g. "tiktoken:cl100k_base" or the model type
+  BpeModel bpe_;
+  size_t vocab_size_ = 0;
+  Normalizer normalizer_;
+  AddedTokenMatcher raw_added_;   // matched on the source text
+  AddedTokenMatcher norm_added_;  // matched on normalized segments
+  std::vector<PreTokenizerStep> steps_;
+  std::unique_ptr<Splitter> fast_;     // null when no scanner applies
+  std::unique_ptr<Splitter> generic_;  // null when there is no pre-tokenizer
+  unicode::Tables tables_ = unicode::Tables::kHuggingFace;  // whose Unicode classes the regexes use
+  std::vector<uint32_t> prefix_ids_, suffix_ids_;
+  bool tiktoken_ = false;
+  std::vector<std::string> added_token_text_;  // id -> content, for TokenBytes
+  bool repair_supported_ = true;
+  std::string repair_unsupported_reason_;
+  uint64_t instance_id_ = 0;
+
+  // Hands a finished model to the public facade.
+  static std::shared_ptr<const Tokenizer> Wrap(std::unique_ptr<TokenizerImpl> impl);
+
+  // Called by loaders once everything is set: chooses splitters and decides
+  // what repair may rely on.
+  Status Finish();
+
+ private:
+  void EncodeTextSegment(std::string_view text, uint32_t seg_begin, uint32_t seg_end,
+                         bool segment_start, Path path, const Sink& out) const;
+  void EncodeNormalized(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,
+                        Path path, const Sink& out) const;
+  void EncodePieces(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,
+                    uint32_t part_begin, uint32_t part_end, Path path,
+                    std::vector<uint32_t>& ids, std::vector<uint32_t>* ends) const;
+};
+
+}  // namespace toktier::core

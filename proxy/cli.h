@@ -1,0 +1,13 @@
+// Subcommands of the toktier binary. Each takes argv starting at the
+// subcommand's own name and returns the process exit code.
+#pragma once
+
+namespace toktier::cli {
+
+int RunEncode(int argc, char** argv);       // toktier encode
+int RunInfo(int argc, char** argv);         // toktier info
+int RunBenchEncode(int argc, char** argv);  // toktier bench encode
+int RunReplay(int argc, char** argv);       // toktier replay
+int RunBenchRepair(int argc, char** argv);  // toktier bench repair
+
+}  // namespace toktier::cli

@@ -1,0 +1,85 @@
+// `toktier encode` and `toktier info`.
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "proxy/cli.h"
+#include "proxy/tokenizer_files.h"
+
+namespace toktier::cli {
+namespace {
+
+// Writes ids as one JSON array on one line, with to_chars into a buffer.
+void WriteIdArray(const std::vector<uint32_t>& ids, std::FILE* out) {
+  std::string buf;
+  buf.reserve(ids.size() * 7 + 3);
+  buf.push_back('[');
+  char tmp[16];
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) buf.push_back(',');
+    auto r = std::to_chars(tmp, tmp + sizeof tmp, ids[i]);
+    buf.append(tmp, r.ptr);
+  }
+  buf.append("]\n");
+  std::fwrite(buf.data(), 1, buf.size(), out);
+}
+
+}  // namespace
+
+int RunEncode(int argc, char** argv) {
+  CLI::App app{"Tokenize UTF-8 text from stdin; print the token IDs as one JSON array"};
+  std::string tokenizer_path, encoding;
+  bool add_special = false;
+  app.add_option("--tokenizer", tokenizer_path, "tokenizer.json, tiktoken encoder JSON, or .tiktoken rank file")
+      ->required();
+  app.add_option("--encoding", encoding, "encoding name for a raw .tiktoken rank file (e.g. cl100k_base)");
+  app.add_flag("--add-special-tokens", add_special, "run the post-processor (BOS etc.) / allow special tokens");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  std::string error;
+  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
+  if (!tok) {
+    std::fprintf(stderr, "toktier encode: %s\n", error.c_str());
+    return 2;
+  }
+  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+  size_t bad = core::FindInvalidUtf8(text);
+  if (bad != std::string::npos) {
+    std::fprintf(stderr, "toktier encode: input is not valid UTF-8 (first invalid byte at offset %zu)\n", bad);
+    return 3;
+  }
+  std::vector<uint32_t> ids;
+  tok->Encode(text, add_special, ids);
+  WriteIdArray(ids, stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+int RunInfo(int argc, char** argv) {
+  CLI::App app{"Describe a tokenizer and print its version hash"};
+  std::string tokenizer_path, encoding;
+  app.add_option("--tokenizer", tokenizer_path, "tokenizer file")->required();
+  app.add_option("--encoding", encoding, "encoding name for a raw .tiktoken rank file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  std::string error;
+  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
+  if (!tok) {
+    std::fprintf(stderr, "toktier info: %s\n", error.c_str());
+    return 2;
+  }
+  std::printf("version_hash: %s\n%s\n", tok->version_hash().c_str(), tok->Describe().c_str());
+  return 0;
+}
+
+}  // namespace toktier::cli

@@ -1,0 +1,45 @@
+// toktier: one binary, subcommands encode, info, replay, bench, serve.
+#include <cstdio>
+#include <cstring>
+#include <string_view>
+
+#include "proxy/cli.h"
+
+namespace {
+
+void Usage() {
+  std::fprintf(stderr,
+               "usage: toktier <command> [options]\n"
+               "  encode  --tokenizer PATH [--encoding NAME] [--add-special-tokens]   text on stdin -> IDs\n"
+               "  info    --tokenizer PATH [--encoding NAME]                          version hash, components\n"
+               "  replay  --tokenizer PATH [--add-special-tokens] [--verify] SESSION.jsonl   IDs per call\n"
+               "  bench   encode --tokenizer PATH --text FILE [--runs N]              throughput vs reference\n"
+               "  bench   repair --tokenizer PATH --sessions DIR                      repair latency by context size\n"
+               "Run 'toktier <command> --help' for a command's options.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    Usage();
+    return 2;
+  }
+  std::string_view cmd = argv[1];
+  if (cmd == "encode") return toktier::cli::RunEncode(argc - 1, argv + 1);
+  if (cmd == "info") return toktier::cli::RunInfo(argc - 1, argv + 1);
+  if (cmd == "replay") return toktier::cli::RunReplay(argc - 1, argv + 1);
+  if (cmd == "bench" && argc >= 3 && std::strcmp(argv[2], "encode") == 0) {
+    return toktier::cli::RunBenchEncode(argc - 2, argv + 2);
+  }
+  if (cmd == "bench" && argc >= 3 && std::strcmp(argv[2], "repair") == 0) {
+    return toktier::cli::RunBenchRepair(argc - 2, argv + 2);
+  }
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") {
+    Usage();
+    return 0;
+  }
+  std::fprintf(stderr, "toktier: unknown command '%s'\n", argv[1]);
+  Usage();
+  return 2;
+}

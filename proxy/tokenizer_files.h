@@ -1,0 +1,20 @@
+// Reading tokenizer files from disk for the CLI and the proxy (core/ does no I/O).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/core.h"
+
+namespace toktier::cli {
+
+// Reads a whole file; nullopt (and *error) if it cannot be read.
+std::optional<std::string> ReadWholeFile(const std::string& path, std::string* error);
+
+// Loads a tokenizer file (HF tokenizer.json, tiktoken JSON, or a .tiktoken
+// rank file with encoding_name). nullptr and *error on failure.
+std::shared_ptr<const core::Tokenizer> LoadTokenizerFile(const std::string& path, const std::string& encoding_name,
+                                                         std::string* error);
+
+}  // namespace toktier::cli

