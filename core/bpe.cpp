@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
-#include <queue>
 
 #include "core/unicode.h"
 
@@ -203,28 +202,40 @@ void BpeModel::MergeSmall(std::vector<Symbol>& syms) const {
 }
 
 void BpeModel::MergeLarge(std::vector<Symbol>& syms) const {
+  // A binary heap of candidate merges ordered by (rank, position). Entries go
+  // stale when a neighbour merges; they are recognised by the ids they were
+  // made for and skipped, as HF does.
   struct Candidate {
     uint32_t rank;
     int32_t pos;
     uint32_t left_id;
     uint32_t right_id;
-    bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    uint32_t merged_id;
   };
-  std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> heap;
+  auto later = [](const Candidate& a, const Candidate& b) {
+    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
+  };
+  thread_local std::vector<Candidate> heap;
+  heap.clear();
+  heap.reserve(syms.size() * 2);
   for (size_t k = 0; k + 1 < syms.size(); ++k) {
     MergeMap::Merge m = merges_.Find(syms[k].id, syms[k + 1].id);
-    if (m.rank != MergeMap::kNoRank) heap.push({m.rank, static_cast<int32_t>(k), syms[k].id, syms[k + 1].id});
+    if (m.rank != MergeMap::kNoRank) heap.push_back({m.rank, static_cast<int32_t>(k), syms[k].id, syms[k + 1].id, m.id});
   }
+  std::make_heap(heap.begin(), heap.end(), later);
+  auto push = [&](const Candidate& c) {
+    heap.push_back(c);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
   while (!heap.empty()) {
-    Candidate c = heap.top();
-    heap.pop();
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Candidate c = heap.back();
+    heap.pop_back();
     Symbol& left = syms[c.pos];
-    // Stale entries: the symbol was merged away or its neighbour changed.
     if (left.len == 0 || left.next < 0 || left.id != c.left_id) continue;
     Symbol& right = syms[left.next];
     if (right.id != c.right_id) continue;
-    MergeMap::Merge m = merges_.Find(left.id, right.id);
-    left.id = m.id;
+    left.id = c.merged_id;
     left.len += right.len;
     right.len = 0;
     int32_t after = right.next;
@@ -233,11 +244,11 @@ void BpeModel::MergeLarge(std::vector<Symbol>& syms) const {
     if (left.prev >= 0) {
       const Symbol& p = syms[left.prev];
       MergeMap::Merge pm = merges_.Find(p.id, left.id);
-      if (pm.rank != MergeMap::kNoRank) heap.push({pm.rank, left.prev, p.id, left.id});
+      if (pm.rank != MergeMap::kNoRank) push({pm.rank, left.prev, p.id, left.id, pm.id});
     }
     if (after >= 0) {
       MergeMap::Merge nm = merges_.Find(left.id, syms[after].id);
-      if (nm.rank != MergeMap::kNoRank) heap.push({nm.rank, c.pos, left.id, syms[after].id});
+      if (nm.rank != MergeMap::kNoRank) push({nm.rank, c.pos, left.id, syms[after].id, nm.id});
     }
   }
 }

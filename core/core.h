@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -199,6 +200,64 @@ class Repairer {
   // Tokenizes in full into `state` (the miss path).
   static void Reset(const Tokenizer& tokenizer, TokenState& state, std::string_view text, bool add_special_tokens,
                     bool generic_path = false);
+};
+
+// ---- Shadow verifier --------------------------------------------------------
+
+struct ShadowOptions {
+  // Fraction of submitted results re-tokenized from scratch. Default 0.05.
+  double sample_rate = 0.05;
+  // Samples waiting for a verifier thread; more are dropped (counted). Default 64.
+  size_t queue_capacity = 64;
+  // Background verifier threads. Default 1.
+  int threads = 1;
+};
+
+// What the verifier found for one sample; delivered to the sink on a
+// verifier thread.
+struct ShadowEvent {
+  std::string version_hash;
+  uint64_t text_hash = 0;   // xxh3 of the text (the text itself is never logged)
+  size_t text_bytes = 0;
+  bool match = true;
+  size_t first_difference = 0;  // token index of the first difference (when !match)
+  size_t ids_compared = 0;
+  bool quarantined_now = false;  // this mismatch quarantined the version
+  bool error = false;            // the reference path could not run (no verdict)
+};
+
+enum class ShadowSubmit : uint8_t { kNotSampled, kQueued, kDropped, kQuarantined };
+
+// Re-tokenizes a sampled fraction of results from scratch on the generic
+// (regex) path, off the request path, and compares. A mismatch quarantines
+// the fast path for that tokenizer version: callers then ask IsQuarantined and
+// tokenize in full on the generic path (RepairOptions::allow_fast_path=false).
+class ShadowVerifier {
+ public:
+  using Sink = std::function<void(const ShadowEvent&)>;
+  ShadowVerifier(ShadowOptions options, Sink sink);
+  ~ShadowVerifier();  // stops the threads; samples still queued are discarded
+  ShadowVerifier(const ShadowVerifier&) = delete;
+  ShadowVerifier& operator=(const ShadowVerifier&) = delete;
+
+  // Samples (by rate) and queues a copy of text and ids. Cheap when not sampled.
+  ShadowSubmit MaybeSubmit(const std::shared_ptr<const Tokenizer>& tokenizer, std::string_view text,
+                           bool add_special_tokens, const std::vector<uint32_t>& ids);
+  // Queues unconditionally (tests, explicit checks); kDropped when full.
+  ShadowSubmit Submit(const std::shared_ptr<const Tokenizer>& tokenizer, std::string_view text,
+                      bool add_special_tokens, const std::vector<uint32_t>& ids);
+  [[nodiscard]] bool IsQuarantined(std::string_view version_hash) const;
+  // Waits until every queued sample is checked (tests, shutdown).
+  void Drain();
+
+  struct Counters {
+    uint64_t submitted = 0, dropped = 0, checked = 0, mismatches = 0;
+  };
+  [[nodiscard]] Counters counters() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace toktier::core

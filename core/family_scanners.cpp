@@ -12,7 +12,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 
 #include "core/unicode.h"
 
@@ -43,7 +42,7 @@ enum Cls : uint32_t {
   kDsOther = 1u << 15,     // neither \p{N} nor DeepSeek CJK
 };
 
-#define TT_INLINE inline __attribute__((always_inline))
+#define TOKTIER_FS_INLINE inline __attribute__((always_inline))
 
 __attribute__((noinline)) uint32_t ClassOf(char32_t cp) {
   using namespace unicode;
@@ -87,7 +86,7 @@ class Text {
   unsigned char Byte(size_t i) const { return s_[i]; }
 
   // Class of the character at i (< end); its length in *len.
-  TT_INLINE uint32_t At(size_t i, size_t* len) const {
+  TOKTIER_FS_INLINE uint32_t At(size_t i, size_t* len) const {
     const unsigned char c = s_[i];
     if (c < 0x80) {
       *len = 1;
@@ -95,13 +94,13 @@ class Text {
     }
     return ClassOf(DecodeAt(sv_, i, len));
   }
-  TT_INLINE uint32_t At(size_t i) const {
+  TOKTIER_FS_INLINE uint32_t At(size_t i) const {
     size_t len;
     return At(i, &len);
   }
 
   // End of the run of characters having any of `mask`, from i, before n.
-  TT_INLINE size_t Run(size_t i, size_t n, uint32_t mask) const {
+  TOKTIER_FS_INLINE size_t Run(size_t i, size_t n, uint32_t mask) const {
     for (;;) {
       while (i < n && (ascii_[s_[i]] & mask)) ++i;
       if (i >= n || s_[i] < 0x80) return i;
@@ -182,10 +181,10 @@ class Text {
 class Out {
  public:
   explicit Out(std::vector<Span>& v) : v_(v), used_(v.size()) { Grow(); }
-  ~Out() { v_.resize(used_ + static_cast<size_t>(p_ - (v_.data() + used_))); }
+  ~Out() { v_.resize(static_cast<size_t>(p_ - v_.data())); }
   Out(const Out&) = delete;
   Out& operator=(const Out&) = delete;
-  TT_INLINE void Push(size_t b, size_t e) {
+  TOKTIER_FS_INLINE void Push(size_t b, size_t e) {
     if (p_ == end_) Grow();
     *p_++ = Span{static_cast<uint32_t>(b), static_cast<uint32_t>(e)};
   }
@@ -203,7 +202,7 @@ class Out {
   Span* end_ = nullptr;
 };
 
-TT_INLINE void Emit(Out& out, size_t b, size_t e) { out.Push(b, e); }
+TOKTIER_FS_INLINE void Emit(Out& out, size_t b, size_t e) { out.Push(b, e); }
 
 // ---------------------------------------------------------------------------
 // GPT-2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
@@ -633,3 +632,5 @@ std::unique_ptr<Splitter> MakeFamilyScanner(const std::vector<PreTokenizerStep>&
 }
 
 }  // namespace toktier::core
+
+#undef TOKTIER_FS_INLINE

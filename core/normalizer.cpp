@@ -159,6 +159,23 @@ void Normalizer::Apply(std::string_view seg, bool segment_start, std::string& ou
   align = std::move(cur_align);
 }
 
+bool Normalizer::LeavesUnchanged(std::string_view seg) const {
+  for (const NormalizerOp& op : ops_) {
+    if (!IsUnicodeForm(op.kind)) return false;
+  }
+  size_t i = 0;
+  while (i + 8 <= seg.size()) {
+    uint64_t w;
+    std::memcpy(&w, seg.data() + i, 8);
+    if (w & 0x8080808080808080ULL) return false;
+    i += 8;
+  }
+  for (; i < seg.size(); ++i) {
+    if (static_cast<unsigned char>(seg[i]) >= 0x80) return false;
+  }
+  return true;
+}
+
 bool Normalizer::IsBoundary(std::string_view text, size_t p) const {
   for (const NormalizerOp& op : ops_) {
     if (IsUnicodeForm(op.kind)) {

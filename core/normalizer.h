@@ -40,6 +40,10 @@ class Normalizer {
   // p. Prepend only acts at a segment start, so it never blocks a boundary.
   [[nodiscard]] bool IsBoundary(std::string_view text, size_t p) const;
 
+  // True when Apply would return `seg` unchanged: only Unicode forms, and
+  // seg is ASCII (which every form leaves as it is). Cheap (8 bytes a step).
+  [[nodiscard]] bool LeavesUnchanged(std::string_view seg) const;
+
   // A short description for Describe() / hashing.
   [[nodiscard]] std::string Describe() const;
 

@@ -140,7 +140,7 @@ void TokenizerImpl::EncodeNormalized(std::string_view norm, const std::vector<ui
 void TokenizerImpl::EncodeTextSegment(std::string_view text, uint32_t seg_begin, uint32_t seg_end,
                                       bool segment_start, Path path, const Sink& out) const {
   std::string_view seg = text.substr(seg_begin, seg_end - seg_begin);
-  if (normalizer_.identity()) {
+  if (normalizer_.identity() || normalizer_.LeavesUnchanged(seg)) {
     EncodeNormalized(seg, nullptr, seg_begin, path, out);
     return;
   }
