@@ -3,9 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include <utf8proc.h>
-
 #include "core/unicode.h"
+#include "core/unicode_norm.h"
 
 namespace toktier::core {
 namespace {
@@ -17,13 +16,12 @@ bool IsAscii(std::string_view s) {
   return true;
 }
 
-int UnicodeFlags(NormalizerOp::Kind k) {
+unicode::Form UnicodeFormOf(NormalizerOp::Kind k) {
   switch (k) {
-    case NormalizerOp::Kind::kNFC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE;
-    case NormalizerOp::Kind::kNFD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE;
-    case NormalizerOp::Kind::kNFKC: return UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
-    case NormalizerOp::Kind::kNFKD: return UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
-    default: return 0;
+    case NormalizerOp::Kind::kNFD: return unicode::Form::kNFD;
+    case NormalizerOp::Kind::kNFKC: return unicode::Form::kNFKC;
+    case NormalizerOp::Kind::kNFKD: return unicode::Form::kNFKD;
+    default: return unicode::Form::kNFC;
   }
 }
 
@@ -46,7 +44,9 @@ void EmitIdentity(std::string_view s, uint32_t src_begin, std::string& out, std:
 
 // Unicode normalization forms in chunks that start at ASCII characters: an
 // ASCII character never composes with what precedes it and has combining class
-// 0, so nothing reorders or composes across the start of a chunk.
+// 0, so nothing reorders or composes across the start of a chunk (asserted for
+// the reference's tables by tools/gen_norm_tables.js). The forms follow the
+// reference's Unicode data (core/unicode_norm.h), not utf8proc's.
 void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string& out,
                       std::vector<uint32_t>& align) {
   if (IsAscii(in)) {
@@ -67,22 +67,15 @@ void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string&
     size_t k = j;
     while (k < in.size() && static_cast<unsigned char>(in[k]) >= 0x80) ++k;
     std::string_view chunk = in.substr(chunk_begin, k - chunk_begin);
-    utf8proc_uint8_t* mapped = nullptr;
-    utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(chunk.data()),
-                                      static_cast<utf8proc_ssize_t>(chunk.size()), &mapped,
-                                      static_cast<utf8proc_option_t>(UnicodeFlags(kind)));
-    if (n < 0) {
+    std::string res;
+    if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res)) {
       // Only on invalid UTF-8, which callers reject before encoding.
       EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
+    } else if (res == chunk) {
+      EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
     } else {
-      std::string_view res(reinterpret_cast<const char*>(mapped), static_cast<size_t>(n));
-      if (res == chunk) {
-        EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
-      } else {
-        EmitRewritten(res, static_cast<uint32_t>(chunk_begin), static_cast<uint32_t>(k), out, align);
-      }
+      EmitRewritten(res, static_cast<uint32_t>(chunk_begin), static_cast<uint32_t>(k), out, align);
     }
-    std::free(mapped);
     i = k;
   }
 }

@@ -9,5 +9,6 @@ int RunInfo(int argc, char** argv);         // toktier info
 int RunBenchEncode(int argc, char** argv);  // toktier bench encode
 int RunReplay(int argc, char** argv);       // toktier replay
 int RunBenchRepair(int argc, char** argv);  // toktier bench repair
+int RunServe(int argc, char** argv);        // toktier serve (the proxy)
 
 }  // namespace toktier::cli

@@ -42,6 +42,15 @@ struct StoreOptions {
   size_t chunk_bytes = 64 * 1024;
   // Clock, injectable for TTL tests. Default: the system clock.
   std::function<std::chrono::system_clock::time_point()> clock;
+  // (added) Bound of the write-behind queue in bytes of encoded deltas, beside
+  // the entry bound above (a full write of a large state is megabytes).
+  // Default 256 MiB.
+  size_t write_queue_max_bytes = size_t{256} << 20;
+  // (added) Period of the background TTL sweep, which deletes expired states
+  // (meta + chunk range) so that compaction reclaims their space; measured on
+  // the steady clock. 0 disables the periodic sweep (SweepExpired() still
+  // works). Default 5 minutes.
+  std::chrono::seconds sweep_interval{300};
 };
 
 class [[nodiscard]] StoreStatus {
@@ -83,6 +92,16 @@ struct StoreStats {
   uint64_t write_queue_depth = 0;
   uint64_t disk_bytes = 0;              // RocksDB's estimate of live data size
   bool memory_only = false;
+  // (added) States deleted by the TTL sweep (not counted in `expired`, which
+  // counts lookups that found an expired state).
+  uint64_t swept = 0;
+  // (added) RocksDB's own write volume (its statistics tickers): WAL bytes,
+  // and SST bytes written by flushes and compactions. bytes_written above is
+  // what the store hands to RocksDB; these show RocksDB's amplification.
+  uint64_t rocksdb_wal_bytes = 0, rocksdb_sst_write_bytes = 0;
+  // Note: `misses` counts lookups that found no state at all; a lookup is
+  // counted exactly once, so lookups = memory_hits + disk_hits + misses +
+  // expired + corrupt + version_stale.
 };
 
 class StateStore {
@@ -112,6 +131,24 @@ class StateStore {
   virtual void Flush() = 0;
 
   virtual StoreStats Stats() const = 0;
+
+  // (added) Runs the TTL sweep now on the write thread and waits for it:
+  // deletes every expired state that no worker is using. Returns the number
+  // deleted. No-op (0) in memory-only mode.
+  virtual size_t SweepExpired() { return 0; }
+
+  // (added) Flushes the queue, then compacts the whole database, so that
+  // deleted and expired records are reclaimed now (tests, benchmarks).
+  virtual void CompactAll() {}
+
+  // (added) Why the store runs memory-only (the open error when
+  // allow_memory_only_fallback applied, or "no data directory configured");
+  // empty when backed by RocksDB. Log it at startup.
+  virtual std::string_view memory_only_reason() const { return {}; }
+
+  // (added) Tests only: while paused the write thread takes nothing from the
+  // queue, so queue-full behaviour can be tested deterministically.
+  virtual void PauseWritesForTesting(bool paused) {}
 };
 
 }  // namespace toktier::store

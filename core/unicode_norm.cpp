@@ -1,0 +1,202 @@
+#include "core/unicode_norm.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace toktier::core::unicode {
+namespace {
+
+struct NormCccRange {
+  char32_t first, last;
+  uint8_t ccc;
+};
+struct NormDecomp {
+  char32_t cp;
+  uint16_t offset;  // into kNormPool
+  uint8_t length;
+};
+struct NormPair {
+  char32_t first, second, composite;
+};
+
+#include "core/unicode_norm_tables.inc"
+
+static_assert(kNormCanon[0].cp >= 0xA0 && kNormCompat[0].cp >= 0xA0, "Decompose's fast path");
+
+constexpr char32_t kSBase = 0xAC00, kLBase = 0x1100, kVBase = 0x1161, kTBase = 0x11A7;
+constexpr char32_t kLCount = 19, kVCount = 21, kTCount = 28, kNCount = kVCount * kTCount,
+                   kSCount = kLCount * kNCount;
+
+const NormDecomp* FindDecomp(const NormDecomp* begin, const NormDecomp* end, char32_t cp) {
+  const NormDecomp* it = std::lower_bound(begin, end, cp, [](const NormDecomp& d, char32_t c) { return d.cp < c; });
+  return it != end && it->cp == cp ? it : nullptr;
+}
+
+// Appends the full decomposition of cp (already canonically ordered).
+void Decompose(char32_t cp, bool compat, std::vector<char32_t>& buf) {
+  if (cp < 0xA0) {  // below the first decomposable character (asserted in the tables)
+    buf.push_back(cp);
+    return;
+  }
+  if (cp >= kSBase && cp < kSBase + kSCount) {
+    char32_t s = cp - kSBase;
+    buf.push_back(kLBase + s / kNCount);
+    buf.push_back(kVBase + (s % kNCount) / kTCount);
+    if (s % kTCount != 0) buf.push_back(kTBase + s % kTCount);
+    return;
+  }
+  const NormDecomp* d = nullptr;
+  if (compat) d = FindDecomp(std::begin(kNormCompat), std::end(kNormCompat), cp);
+  if (d == nullptr) d = FindDecomp(std::begin(kNormCanon), std::end(kNormCanon), cp);
+  if (d == nullptr) {
+    buf.push_back(cp);
+    return;
+  }
+  buf.insert(buf.end(), kNormPool + d->offset, kNormPool + d->offset + d->length);
+}
+
+char32_t Compose(char32_t a, char32_t b) {
+  if (a >= kLBase && a < kLBase + kLCount && b >= kVBase && b < kVBase + kVCount) {
+    return kSBase + ((a - kLBase) * kVCount + (b - kVBase)) * kTCount;
+  }
+  if (a >= kSBase && a < kSBase + kSCount && (a - kSBase) % kTCount == 0 && b > kTBase && b < kTBase + kTCount) {
+    return a + (b - kTBase);
+  }
+  const NormPair* begin = std::begin(kNormCompose);
+  const NormPair* end = std::end(kNormCompose);
+  const NormPair* it = std::lower_bound(begin, end, std::pair(a, b), [](const NormPair& p, std::pair<char32_t, char32_t> k) {
+    return p.first < k.first || (p.first == k.first && p.second < k.second);
+  });
+  return it != end && it->first == a && it->second == b ? it->composite : 0;
+}
+
+// Strict UTF-8 decoding (no surrogates, no overlongs); false on error.
+bool DecodeAll(std::string_view in, bool compat, std::vector<char32_t>& buf) {
+  const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+  size_t n = in.size(), i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    char32_t cp;
+    size_t len;
+    if (c < 0x80) {
+      cp = c, len = 1;
+    } else if (c >= 0xC2 && c < 0xE0) {
+      cp = c & 0x1F, len = 2;
+    } else if (c >= 0xE0 && c < 0xF0) {
+      cp = c & 0x0F, len = 3;
+    } else if (c >= 0xF0 && c < 0xF5) {
+      cp = c & 0x07, len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+      return false;
+    }
+    Decompose(cp, compat, buf);
+    i += len;
+  }
+  return true;
+}
+
+void AppendUtf8(char32_t cp, std::string& out) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+}  // namespace
+
+uint8_t CombiningClass(char32_t cp) {
+  if (cp < kNormCcc[0].first) return 0;
+  const NormCccRange* begin = std::begin(kNormCcc);
+  const NormCccRange* end = std::end(kNormCcc);
+  const NormCccRange* it = std::upper_bound(begin, end, cp, [](char32_t c, const NormCccRange& r) { return c < r.first; });
+  if (it == begin) return 0;
+  --it;
+  return cp <= it->last ? it->ccc : 0;
+}
+
+bool NormalizeForm(Form form, std::string_view in, std::string* out) {
+  const bool compat = form == Form::kNFKC || form == Form::kNFKD;
+  const bool compose = form == Form::kNFC || form == Form::kNFKC;
+  std::vector<char32_t> buf;
+  buf.reserve(in.size() + 8);
+  if (!DecodeAll(in, compat, buf)) return false;
+
+  // Canonical ordering: stable sort of each run of non-starters by class.
+  std::vector<uint8_t> cls(buf.size());
+  for (size_t i = 0; i < buf.size(); ++i) cls[i] = CombiningClass(buf[i]);
+  for (size_t i = 0; i < buf.size();) {
+    if (cls[i] == 0) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < buf.size() && cls[j] != 0) ++j;
+    // Insertion sort (stable; runs are short).
+    for (size_t k = i + 1; k < j; ++k) {
+      char32_t c = buf[k];
+      uint8_t v = cls[k];
+      size_t m = k;
+      while (m > i && cls[m - 1] > v) {
+        buf[m] = buf[m - 1];
+        cls[m] = cls[m - 1];
+        --m;
+      }
+      buf[m] = c;
+      cls[m] = v;
+    }
+    i = j;
+  }
+
+  if (compose && buf.size() > 1) {
+    // Canonical composition: `starter` is the index of the last starter (the
+    // composee) in the output prefix buf[0, w); a char C composes with it if
+    // no char between them has class 0 or >= class(C).
+    size_t w = 0;
+    size_t starter = SIZE_MAX;
+    int last_cls = -1;  // class of the last char kept after the starter; -1: none
+    for (size_t i = 0; i < buf.size(); ++i) {
+      char32_t c = buf[i];
+      int v = cls[i];
+      if (starter != SIZE_MAX && (last_cls < 0 || (last_cls < v))) {
+        char32_t comp = Compose(buf[starter], c);
+        if (comp != 0) {
+          buf[starter] = comp;
+          continue;
+        }
+      }
+      if (v == 0) {
+        starter = w;
+        last_cls = -1;
+      } else {
+        last_cls = v;
+      }
+      buf[w] = c;
+      cls[w] = static_cast<uint8_t>(v);
+      ++w;
+    }
+    buf.resize(w);
+  }
+  for (char32_t c : buf) AppendUtf8(c, *out);
+  return true;
+}
+
+}  // namespace toktier::core::unicode

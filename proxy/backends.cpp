@@ -1,0 +1,324 @@
+#include "proxy/backends.h"
+
+#include <poll.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "proxy/tokenize_service.h"
+
+namespace toktier::proxy {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+constexpr size_t kMaxIdlePerBackend = 64;
+
+// Blocking request for health checks and the guard. False on I/O errors.
+bool SyncRequest(const Backend& b, http::verb verb, const std::string& target, const std::string& body, int timeout_ms,
+                 int* status, std::string* out) {
+  asio::io_context ioc;
+  beast::tcp_stream stream(ioc);
+  beast::error_code ec;
+  tcp::endpoint ep(asio::ip::make_address(b.host, ec), b.port);
+  if (ec) return false;
+  stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  bool done = false;
+  stream.async_connect(ep, [&](beast::error_code e) {
+    ec = e;
+    done = true;
+  });
+  ioc.run();
+  if (ec || !done) return false;
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, b.host_header);
+  req.set(http::field::user_agent, "toktier");
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+    req.prepare_payload();
+  }
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(8 << 20);
+  ioc.restart();
+  stream.expires_after(std::chrono::milliseconds(timeout_ms));
+  http::async_write(stream, req, [&](beast::error_code e, size_t) {
+    ec = e;
+    if (ec) return;
+    http::async_read(stream, buf, parser, [&](beast::error_code e2, size_t) { ec = e2; });
+  });
+  ioc.run();
+  if (ec) return false;
+  *status = static_cast<int>(parser.get().result_int());
+  *out = std::move(parser.get().body());
+  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  return true;
+}
+
+const char* kCanaries[] = {
+    "Hello, world! The quick brown fox jumps over the lazy dog.",
+    "def pipeline(x):\n    return [i ** 2 for i in range(10)]  # squares\n\n\n",
+    "  leading spaces, tabs\tand\r\nCRLF; unicode: caf\xc3\xa9 na\xc3\xafve \xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e "
+    "\xf0\x9f\x98\x80 12345678 3.14159",
+};
+
+}  // namespace
+
+bool ParseBackendUrl(std::string_view url, std::string* host, uint16_t* port) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.substr(0, kScheme.size()) != kScheme) return false;
+  url.remove_prefix(kScheme.size());
+  while (!url.empty() && url.back() == '/') url.remove_suffix(1);
+  if (url.find('/') != std::string_view::npos) return false;
+  size_t colon = url.rfind(':');
+  std::string_view h = url, p = "80";
+  if (colon != std::string_view::npos && url.find(']') == std::string_view::npos) {
+    h = url.substr(0, colon);
+    p = url.substr(colon + 1);
+  }
+  if (h.empty() || p.empty()) return false;
+  unsigned v = 0;
+  for (char c : p) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<unsigned>(c - '0');
+    if (v > 65535) return false;
+  }
+  if (v == 0) return false;
+  *host = std::string(h);
+  *port = static_cast<uint16_t>(v);
+  return true;
+}
+
+int Backend::TakeIdle() {
+  for (;;) {
+    int fd;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (idle_.empty()) return -1;
+      fd = idle_.back();
+      idle_.pop_back();
+    }
+    // An idle connection that is readable was closed by the peer (or sent
+    // something unexpected): discard it.
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) == 0) return fd;
+    ::close(fd);
+  }
+}
+
+void Backend::PutIdle(int fd) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.size() < kMaxIdlePerBackend) {
+      idle_.push_back(fd);
+      return;
+    }
+  }
+  ::close(fd);
+}
+
+Backend::~Backend() {
+  for (int fd : idle_) ::close(fd);
+}
+
+Backends::Backends(const Config& config, metrics::Metrics* metrics) : config_(config), metrics_(metrics) {}
+
+Backends::~Backends() { Stop(); }
+
+bool Backends::Init(TokenizeService* service, std::string* error) {
+  service_ = service;
+  auto get = [&](const std::string& url) -> Backend* {
+    for (auto& b : all_) {
+      if (b->url == url) return b.get();
+    }
+    auto b = std::make_unique<Backend>();
+    b->url = url;
+    std::string host;
+    uint16_t port = 0;
+    if (!ParseBackendUrl(url, &host, &port)) {
+      *error = "backend URL must be http://host:port: " + url;
+      return nullptr;
+    }
+    beast::error_code ec;
+    auto addr = asio::ip::make_address(host, ec);
+    if (ec) {
+      asio::io_context ioc;
+      tcp::resolver r(ioc);
+      auto res = r.resolve(host, std::to_string(port), ec);
+      if (ec || res.empty()) {
+        *error = "cannot resolve backend " + url + ": " + ec.message();
+        return nullptr;
+      }
+      addr = res.begin()->endpoint().address();
+    }
+    b->host = addr.to_string();
+    b->v6 = addr.is_v6();
+    b->port = port;
+    b->host_header = host + ":" + std::to_string(port);
+    b->health_gauge = metrics_->gauge(metrics::Id::kBackendHealthy, {url});
+    b->health_gauge.Set(1);
+    all_.push_back(std::move(b));
+    return all_.back().get();
+  };
+  for (const auto& u : config_.backends) {
+    Backend* b = get(u);
+    if (!b) return false;
+    default_pool_.push_back(b);
+  }
+  for (const auto& m : config_.models) {
+    if (m.backends.empty()) continue;
+    std::vector<Backend*> pool;
+    for (const auto& u : m.backends) {
+      Backend* b = get(u);
+      if (!b) return false;
+      pool.push_back(b);
+    }
+    model_pools_[m.name] = pool;
+    for (const auto& a : m.aliases) model_pools_[a] = pool;
+  }
+  if (default_pool_.empty() && model_pools_.empty()) {
+    *error = "no backends configured";
+    return false;
+  }
+  return true;
+}
+
+void Backends::Start() {
+  CheckNow();
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void Backends::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Backends::Loop() {
+  auto next_guard = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.guard_interval_ms);
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(std::max(10, config_.health_interval_ms)));
+    if (stop_) break;
+    lock.unlock();
+    HealthRound();
+    if (std::chrono::steady_clock::now() >= next_guard) {
+      GuardRound();
+      next_guard = std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.guard_interval_ms);
+    }
+    lock.lock();
+  }
+}
+
+void Backends::CheckNow() {
+  HealthRound();
+  GuardRound();
+}
+
+void Backends::HealthRound() {
+  std::lock_guard<std::mutex> lock(round_mu_);
+  for (auto& b : all_) {
+    int status = 0;
+    std::string body;
+    bool ok = SyncRequest(*b, http::verb::get, config_.health_path, "", 2000, &status, &body) && status == 200;
+    if (ok != b->healthy.load()) {
+      std::fprintf(stderr, "toktier: backend %s is %s\n", b->url.c_str(), ok ? "healthy" : "UNHEALTHY");
+    }
+    b->healthy = ok;
+    b->health_gauge.Set(ok ? 1 : 0);
+  }
+}
+
+void Backends::GuardRound() {
+  if (!config_.guard_enabled || !service_) return;
+  std::lock_guard<std::mutex> lock(round_mu_);
+  for (ModelRuntime* m : service_->Models()) {
+    if (!m->config.forward_ids) continue;
+    auto it = model_pools_.find(m->config.name);
+    const auto& pool = it == model_pools_.end() ? default_pool_ : it->second;
+    for (Backend* b : pool) {
+      if (!b->healthy) continue;
+      for (const char* canary : kCanaries) {
+        nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
+        int status = 0;
+        std::string body;
+        if (!SyncRequest(*b, http::verb::post, "/tokenize", req.dump(), 5000, &status, &body) || status != 200) {
+          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "unavailable"}).Inc();
+          break;  // no /tokenize (or not for this name): nothing to compare
+        }
+        auto j = nlohmann::json::parse(body, nullptr, false);
+        std::vector<uint32_t> theirs, ours;
+        bool parsed = false;
+        if (j.is_object() && j.contains("tokens") && j["tokens"].is_array()) {
+          parsed = true;
+          for (const auto& x : j["tokens"]) {
+            if (!x.is_number_unsigned()) {
+              parsed = false;
+              break;
+            }
+            theirs.push_back(x.get<uint32_t>());
+          }
+        }
+        if (!parsed) {
+          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "unavailable"}).Inc();
+          break;
+        }
+        m->tokenizer->Encode(canary, true, ours);
+        if (ours == theirs) {
+          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "match"}).Inc();
+        } else {
+          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "mismatch"}).Inc();
+          if (!m->guard_text_mode.exchange(true)) {
+            std::fprintf(stderr,
+                         "toktier: GUARD: backend %s tokenizes differently from %s for model %s; forwarding text "
+                         "for this model from now on\n",
+                         b->url.c_str(), m->config.tokenizer.c_str(), m->config.name.c_str());
+          }
+          metrics_->gauge(metrics::Id::kGuardTextMode, {m->config.name}).Set(1);
+          break;
+        }
+      }
+    }
+  }
+}
+
+std::vector<Backend*> Backends::Rank(std::string_view model, std::string_view session_key) const {
+  auto it = model_pools_.find(std::string(model));
+  const auto& pool = it == model_pools_.end() ? default_pool_ : it->second;
+  std::vector<std::pair<uint64_t, Backend*>> scored;
+  scored.reserve(pool.size());
+  for (Backend* b : pool) {
+    uint64_t h = XXH3_64bits_withSeed(session_key.data(), session_key.size(), XXH3_64bits(b->url.data(), b->url.size()));
+    // Healthy first: the top bit orders them.
+    if (b->healthy.load(std::memory_order_relaxed)) h |= uint64_t{1} << 63; else h &= ~(uint64_t{1} << 63);
+    scored.emplace_back(h, b);
+  }
+  std::sort(scored.begin(), scored.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<Backend*> out;
+  for (auto& s : scored) out.push_back(s.second);
+  return out;
+}
+
+bool Backends::AnyHealthy() const {
+  for (const auto& b : all_) {
+    if (b->healthy) return true;
+  }
+  return false;
+}
+
+}  // namespace toktier::proxy

@@ -1,0 +1,84 @@
+// Backend engines: addresses, per-model pools, rendezvous hashing of a
+// session over the healthy backends, idle keep-alive connection pools,
+// active health checks and the tokenizer compatibility guard (both on one
+// background thread with blocking I/O; never on the request path).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "metrics/metrics.h"
+#include "proxy/config.h"
+
+namespace toktier::proxy {
+
+class TokenizeService;
+
+struct Backend {
+  std::string url;          // as configured
+  std::string host;         // numeric address after resolution
+  uint16_t port = 0;
+  bool v6 = false;
+  std::string host_header;  // Host: value
+  std::atomic<bool> healthy{true};
+  metrics::Gauge health_gauge;
+
+  // Idle keep-alive connections (native socket handles).
+  int TakeIdle();             // -1 when none usable
+  void PutIdle(int fd);       // closes it when the pool is full
+  ~Backend();
+
+ private:
+  std::mutex mu_;
+  std::vector<int> idle_;
+};
+
+class Backends {
+ public:
+  Backends(const Config& config, metrics::Metrics* metrics);
+  ~Backends();
+
+  // Parses and resolves every backend URL of the config. False on errors.
+  bool Init(TokenizeService* service, std::string* error);
+  // Starts health checks and the guard (first round runs synchronously).
+  void Start();
+  void Stop();
+
+  // The backends for `model` ranked for `session_key` (rendezvous hashing):
+  // healthy ones first, by score; then the unhealthy ones (last resort).
+  std::vector<Backend*> Rank(std::string_view model, std::string_view session_key) const;
+  bool AnyHealthy() const;
+
+  // One health + guard round now (tests).
+  void CheckNow();
+
+ private:
+  void Loop();
+  void HealthRound();
+  void GuardRound();
+
+  const Config& config_;
+  metrics::Metrics* metrics_;
+  TokenizeService* service_ = nullptr;
+  std::vector<std::unique_ptr<Backend>> all_;
+  std::vector<Backend*> default_pool_;
+  std::unordered_map<std::string, std::vector<Backend*>> model_pools_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::mutex round_mu_;
+};
+
+// Parses "http://host:port[/]" (http only). False on anything else.
+bool ParseBackendUrl(std::string_view url, std::string* host, uint16_t* port);
+
+}  // namespace toktier::proxy

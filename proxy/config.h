@@ -1,0 +1,86 @@
+// Configuration of `toktier serve`: embedded defaults, a JSON file, environment
+// variables and command-line flags (later sources override earlier ones).
+// docs/proxy.md is the reference for every field.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace toktier::proxy {
+
+struct ModelConfig {
+  std::string name;                  // the request's "model" field
+  std::vector<std::string> aliases;  // further names that select this entry
+  std::string tokenizer;             // tokenizer file (HF tokenizer.json, tiktoken JSON/.tiktoken)
+  std::string encoding;              // encoding name for a raw .tiktoken rank file
+  std::vector<std::string> backends; // empty: the global pool
+  bool forward_ids = true;           // forward_mode "ids" (default) or "text"
+  bool add_special_tokens = true;    // default when the request does not say (vLLM: true)
+};
+
+struct Config {
+  // Listener.
+  std::string listen_address = "127.0.0.1";
+  uint16_t port = 8000;  // 0: an ephemeral port (tests)
+  int io_threads = 2;
+  int workers = 2;
+  size_t worker_queue_capacity = 256;  // per worker; full -> forward text (overload passthrough)
+
+  std::vector<ModelConfig> models;
+  std::vector<std::string> backends = {"http://127.0.0.1:8001"};
+
+  // Session identity: the first of these request headers present names the
+  // session (case-insensitive). Without one: content addressing.
+  std::vector<std::string> session_headers = {"x-session-id", "x-claude-code-session-id", "session_id",
+                                              "conversation_id"};
+  bool implicit_sessions = true;
+  // false: no state at all, every prompt is tokenized in full (baseline mode).
+  bool state_enabled = true;
+
+  // Limits and timeouts.
+  size_t max_body_bytes = size_t{64} << 20;
+  size_t max_header_bytes = 64 * 1024;
+  int read_timeout_ms = 30000;       // reading one request
+  int idle_timeout_ms = 120000;      // keep-alive connection without a request
+  int backend_connect_timeout_ms = 3000;
+  int backend_timeout_ms = 600000;   // to the first response byte, and between body reads
+  int drain_timeout_ms = 30000;      // graceful shutdown
+
+  // Backends: active health checks and the tokenizer compatibility guard.
+  std::string health_path = "/health";
+  int health_interval_ms = 5000;
+  bool guard_enabled = true;
+  int guard_interval_ms = 300000;
+
+  double shadow_sample_rate = 0.05;
+
+  // State store (mirrors store::StoreOptions).
+  std::string data_dir = "./toktier-data";  // "" = memory only
+  size_t memory_budget_bytes = size_t{1} << 30;
+  int ttl_seconds = 3600;
+  size_t write_queue_capacity = 4096;
+  bool allow_memory_only_fallback = true;
+  size_t chunk_bytes = 64 * 1024;
+
+  bool log_requests = false;
+};
+
+// Embedded defaults: the fields above plus models for the npm tokenizer files
+// under tools/node_modules when that folder exists (next to the binary's
+// source tree or the working directory).
+Config DefaultConfig();
+
+// Applies a JSON config document onto *config. False and *error on a
+// malformed document, unknown fields or wrong types.
+bool ApplyConfigJson(const std::string& json, Config* config, std::string* error);
+
+// Applies TOKTIER_* environment variables (see docs/proxy.md).
+bool ApplyConfigEnv(Config* config, std::string* error);
+
+// Full loading for `toktier serve`: defaults, --config FILE, env, flags.
+// Returns 0 to continue, else the process exit code (help, errors).
+int LoadServeConfig(int argc, char** argv, Config* config);
+
+}  // namespace toktier::proxy

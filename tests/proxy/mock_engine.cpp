@@ -1,0 +1,204 @@
+#include "mock_engine.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <list>
+#include <thread>
+
+namespace toktier::test {
+namespace {
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+}  // namespace
+
+struct MockEngine::Impl {
+  asio::io_context ioc;
+  tcp::acceptor acceptor{ioc};
+  std::thread accept_thread;
+  std::mutex mu;
+  std::vector<MockRequest> requests;
+  std::list<std::thread> conn_threads;
+  std::list<std::shared_ptr<tcp::socket>> sockets;
+  std::atomic<bool> stop{false};
+  Clock::time_point first_event, last_event;
+
+  void Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock);
+};
+
+MockEngine::MockEngine(uint16_t port, bool record) : impl_(std::make_unique<Impl>()), record_(record) {
+  beast::error_code ec;
+  tcp::endpoint ep(asio::ip::make_address("127.0.0.1"), port);
+  impl_->acceptor.open(ep.protocol(), ec);
+  impl_->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  impl_->acceptor.bind(ep, ec);
+  impl_->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  port_ = impl_->acceptor.local_endpoint(ec).port();
+  impl_->accept_thread = std::thread([this] {
+    for (;;) {
+      auto sock = std::make_shared<tcp::socket>(impl_->ioc);
+      beast::error_code aec;
+      impl_->acceptor.accept(*sock, aec);
+      if (impl_->stop) return;
+      if (aec) continue;
+      sock->set_option(tcp::no_delay(true), aec);
+      std::lock_guard<std::mutex> lock(impl_->mu);
+      impl_->sockets.push_back(sock);
+      impl_->conn_threads.emplace_back([this, sock] { impl_->Serve(this, sock); });
+    }
+  });
+}
+
+MockEngine::~MockEngine() {
+  impl_->stop = true;
+  beast::error_code ec;
+  // Wake the accept call.
+  {
+    tcp::socket s(impl_->ioc);
+    s.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_), ec);
+  }
+  impl_->accept_thread.join();
+  impl_->acceptor.close(ec);
+  std::list<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    for (auto& s : impl_->sockets) s->shutdown(tcp::socket::shutdown_both, ec);
+    threads.swap(impl_->conn_threads);
+  }
+  for (auto& t : threads) t.join();
+}
+
+std::vector<MockRequest> MockEngine::Requests() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->requests;
+}
+void MockEngine::ClearRequests() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->requests.clear();
+}
+Clock::time_point MockEngine::last_event_time() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->last_event;
+}
+Clock::time_point MockEngine::first_event_time() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->first_event;
+}
+
+void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
+  beast::flat_buffer buf;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(1ull << 31);
+    beast::error_code ec;
+    http::read(*sock, buf, parser, ec);
+    if (ec) break;
+    auto& req = parser.get();
+    e->requests_seen++;
+    MockRequest r;
+    r.method = std::string(req.method_string());
+    r.target = std::string(req.target());
+    for (const auto& f : req) {
+      std::string name(f.name_string());
+      std::transform(name.begin(), name.end(), name.begin(), ::tolower);
+      r.headers[name] = std::string(f.value());
+    }
+    r.body = req.body();
+    if (e->record_ && r.target != "/health") {
+      std::lock_guard<std::mutex> lock(mu);
+      requests.push_back(r);
+    }
+    std::string path = r.target.substr(0, r.target.find('?'));
+    auto respond = [&](http::status st, const std::string& ctype, std::string body) {
+      http::response<http::string_body> res{st, 11};
+      res.set(http::field::content_type, ctype);
+      res.set("X-Mock", "1");
+      res.body() = std::move(body);
+      res.keep_alive(req.keep_alive());
+      res.prepare_payload();
+      http::write(*sock, res, ec);
+    };
+    if (path == "/health") {
+      respond(e->healthy ? http::status::ok : http::status::service_unavailable, "text/plain", "");
+    } else if (path == "/tokenize") {
+      std::function<std::vector<uint32_t>(const std::string&, bool)> fn;
+      {
+        std::lock_guard<std::mutex> lock(e->tokenize_mu);
+        fn = e->tokenize;
+      }
+      if (!fn) {
+        respond(http::status::not_found, "application/json", R"({"detail":"Not Found"})");
+      } else {
+        auto j = nlohmann::json::parse(r.body, nullptr, false);
+        std::string prompt = j.is_object() && j.contains("prompt") && j["prompt"].is_string() ? j["prompt"].get<std::string>() : "";
+        bool add = !(j.is_object() && j.contains("add_special_tokens") && j["add_special_tokens"] == false);
+        auto ids = fn(prompt, add);
+        nlohmann::json out = {{"count", ids.size()}, {"max_model_len", 131072}, {"tokens", ids}};
+        respond(http::status::ok, "application/json", out.dump());
+      }
+    } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
+      MockMode mode = e->mode.load();
+      if (mode == MockMode::kCloseEarly) break;
+      if (mode == MockMode::kStall) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(e->stall_ms.load()));
+        respond(http::status::ok, "application/json", R"({"id":"cmpl-stalled","choices":[]})");
+      } else if (mode == MockMode::kFail) {
+        respond(http::status::service_unavailable, "application/json",
+                R"({"error":{"message":"mock engine overloaded","type":"server_error","param":null,"code":503}})");
+      } else if (mode == MockMode::kStream) {
+        std::string head =
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            "Transfer-Encoding: chunked\r\n\r\n";
+        asio::write(*sock, asio::buffer(head), ec);
+        int n = e->stream_events.load();
+        bool failed = false;
+        for (int i = 0; i < n && !ec; ++i) {
+          if (i) std::this_thread::sleep_for(std::chrono::milliseconds(e->stream_delay_ms.load()));
+          std::string ev = "data: {\"id\":\"cmpl-mock\",\"choices\":[{\"text\":\"tok" + std::to_string(i) +
+                           "\",\"index\":0}]}\n\n";
+          char size[32];
+          std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
+          std::string chunk = std::string(size) + ev + "\r\n";
+          asio::write(*sock, asio::buffer(chunk), ec);
+          if (ec) {
+            failed = true;
+            break;
+          }
+          e->events_sent++;
+          std::lock_guard<std::mutex> lock(mu);
+          if (i == 0) first_event = Clock::now();
+          last_event = Clock::now();
+        }
+        if (!failed) {
+          std::string done = "data: [DONE]\n\n";
+          char size[32];
+          std::snprintf(size, sizeof size, "%zx\r\n", done.size());
+          std::string tail = std::string(size) + done + "\r\n0\r\n\r\n";
+          asio::write(*sock, asio::buffer(tail), ec);
+          if (ec) failed = true;
+        }
+        if (failed) {
+          e->write_failures++;
+          break;
+        }
+      } else {
+        std::string body = R"({"id":"cmpl-mock","object":"text_completion","model":"mock","choices":[{"text":"ok","index":0,"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}})";
+        respond(http::status::ok, "application/json", body);
+      }
+    } else {
+      // Echo: the body back, byte for byte.
+      respond(http::status::ok, "application/octet-stream", r.body);
+    }
+    if (ec || !req.keep_alive()) break;
+  }
+  beast::error_code ec;
+  sock->shutdown(tcp::socket::shutdown_both, ec);
+}
+
+}  // namespace toktier::test

@@ -1,0 +1,68 @@
+// A mock OpenAI-compatible engine for tests and the load generator: a real
+// HTTP/1.1 server on 127.0.0.1 (one thread per connection, blocking I/O)
+// that records what it receives and can answer, stream SSE with delays,
+// stall, fail with 5xx, close early, and serve vLLM's /tokenize.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace toktier::test {
+
+struct MockRequest {
+  std::string method;
+  std::string target;
+  std::map<std::string, std::string> headers;  // lower-case names
+  std::string body;
+};
+
+enum class MockMode { kOk, kStream, kStall, kFail, kCloseEarly };
+
+class MockEngine {
+ public:
+  // port 0: ephemeral.
+  explicit MockEngine(uint16_t port = 0, bool record = true);
+  ~MockEngine();
+  MockEngine(const MockEngine&) = delete;
+  MockEngine& operator=(const MockEngine&) = delete;
+
+  uint16_t port() const { return port_; }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+  // Behaviour of /v1/completions (and other /v1/ POSTs except echo paths).
+  std::atomic<MockMode> mode{MockMode::kOk};
+  std::atomic<int> stream_events{5};
+  std::atomic<int> stream_delay_ms{50};
+  std::atomic<int> stall_ms{2000};
+  std::atomic<bool> healthy{true};
+  // /tokenize: nullptr -> 404 (not offered).
+  std::function<std::vector<uint32_t>(const std::string& prompt, bool add_special)> tokenize;
+  std::mutex tokenize_mu;
+
+  // Observations.
+  std::vector<MockRequest> Requests();
+  void ClearRequests();
+  std::atomic<int> events_sent{0};
+  std::atomic<int> write_failures{0};
+  std::atomic<uint64_t> requests_seen{0};
+  // Time the last SSE event of the latest stream was written.
+  std::chrono::steady_clock::time_point last_event_time() const;
+  std::chrono::steady_clock::time_point first_event_time() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  uint16_t port_ = 0;
+  bool record_;
+  friend struct Impl;
+};
+
+}  // namespace toktier::test

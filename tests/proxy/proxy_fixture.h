@@ -1,0 +1,76 @@
+// Shared setup of the proxy end-to-end tests: a mock engine and a proxy
+// configured for the npm tokenizers, both on ephemeral 127.0.0.1 ports.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "http_client.h"
+#include "mock_engine.h"
+#include "proxy/config.h"
+#include "proxy/server.h"
+#include "test_support.h"
+
+namespace toktier::test {
+
+inline proxy::Config TestConfig(const MockEngine& engine) {
+  proxy::Config c;
+  c.port = 0;
+  c.io_threads = 2;
+  c.workers = 2;
+  c.backends = {engine.url()};
+  c.data_dir = "";  // memory-only store
+  c.health_interval_ms = 100;
+  c.guard_enabled = false;
+  c.shadow_sample_rate = 0;
+  c.drain_timeout_ms = 2000;
+  for (const char* name : {"qwen3", "llama3"}) {
+    proxy::ModelConfig m;
+    m.name = name;
+    m.tokenizer = TokenizerPath(name);
+    c.models.push_back(m);
+  }
+  return c;
+}
+
+inline bool TokenizersPresent() {
+  return LoadTokenizer("qwen3") != nullptr && LoadTokenizer("llama3") != nullptr;
+}
+
+struct Proxy {
+  explicit Proxy(proxy::Config c) : server(std::move(c)) {
+    std::string err;
+    ok = server.Start(&err);
+    if (!ok) FAIL("proxy start: " << err);
+  }
+  uint16_t port() const { return server.port(); }
+  proxy::Server server;
+  bool ok = false;
+};
+
+// Value of one series in the /metrics text ("name{labels}"), -1 if absent.
+inline double MetricValue(const std::string& text, const std::string& series) {
+  size_t pos = 0;
+  while ((pos = text.find(series, pos)) != std::string::npos) {
+    bool line_start = pos == 0 || text[pos - 1] == '\n';
+    size_t after = pos + series.size();
+    if (line_start && after < text.size() && text[after] == ' ') {
+      return std::stod(text.substr(after + 1, text.find('\n', after) - after - 1));
+    }
+    pos = after;
+  }
+  return -1;
+}
+
+inline std::string CompletionBody(const std::string& model, const std::string& prompt, const std::string& extra = "") {
+  nlohmann::json j = {{"model", model}, {"prompt", prompt}, {"max_tokens", 1}, {"temperature", 0}};
+  std::string s = j.dump();
+  if (!extra.empty()) s.insert(s.size() - 1, "," + extra);
+  return s;
+}
+
+}  // namespace toktier::test

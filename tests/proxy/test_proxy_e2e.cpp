@@ -1,0 +1,424 @@
+// End to end through a live proxy and a mock engine on 127.0.0.1.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "proxy/session_file.h"
+#include "proxy_fixture.h"
+
+namespace toktier::test {
+namespace {
+
+using nlohmann::json;
+
+std::vector<uint32_t> Ids(const json& j) { return j.get<std::vector<uint32_t>>(); }
+
+std::vector<std::string> SessionFiles(const std::string& format, size_t n) {
+  std::vector<std::string> out;
+  std::string dir = SharedWorkloadsDir();
+  if (dir.empty()) return out;
+  for (const char* src : {"swe-agent", "mini-swe-agent"}) {
+    std::vector<std::string> files;
+    std::error_code ec;
+    for (auto& e : std::filesystem::directory_iterator(dir + "/" + src + "/" + format, ec)) files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (size_t i = 0; i < files.size() && i < n; ++i) out.push_back(files[i]);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("proxy: replayed workload sessions reach the engine as exact IDs") {
+  if (!TokenizersPresent()) return;
+  if (SharedWorkloadsDir().empty()) {
+    MESSAGE("shared workloads missing (../shared/workloads): skipping the replay case");
+    return;
+  }
+  MockEngine engine;
+  Proxy p(TestConfig(engine));
+  HttpClient client(p.port());
+  size_t steps_checked = 0;
+  for (auto [format, model] : {std::pair{"chatml", "qwen3"}, std::pair{"llama3", "llama3"}}) {
+    auto tok = LoadTokenizer(model);
+    auto files = SessionFiles(format, 2);
+    for (size_t fi = 0; fi < files.size(); ++fi) {
+      std::vector<std::string> prompts;
+      std::string err;
+      REQUIRE_MESSAGE(cli::ReadSessionPrompts(files[fi], &prompts, &err), err);
+      const bool explicit_session = fi % 2 == 0;
+      std::map<std::string, std::string> headers;
+      if (explicit_session) headers["X-Session-Id"] = files[fi];
+      const size_t steps = std::min<size_t>(prompts.size(), 25);
+      for (size_t s = 0; s < steps; ++s) {
+        engine.ClearRequests();
+        std::string body = CompletionBody(model, prompts[s], R"("stop":["\n\n"],"user":"t\u00e9st")");
+        auto r = client.Request("POST", "/v1/completions", body, headers);
+        REQUIRE(r.status == 200);
+        auto reqs = engine.Requests();
+        REQUIRE(reqs.size() == 1);
+        json got = json::parse(reqs[0].body);
+        std::vector<uint32_t> want;
+        tok->Encode(prompts[s], /*add_special_tokens=*/true, want);
+        INFO(files[fi] << " step " << s);
+        CHECK(Ids(got["prompt"]) == want);
+        json sent = json::parse(body);
+        sent.erase("prompt");
+        got.erase("prompt");
+        CHECK(got == sent);
+        ++steps_checked;
+      }
+    }
+  }
+  MESSAGE("replayed " << steps_checked << " steps");
+  std::string metrics = client.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(metrics, R"(toktier_state_lookups_total{result="hit",session="explicit",tenant="anonymous"})") >
+        0);
+  CHECK(MetricValue(metrics, R"(toktier_state_lookups_total{result="hit",session="implicit",tenant="anonymous"})") >
+        0);
+}
+
+TEST_CASE("proxy: add_special_tokens, prompt lists, token prompts, unknown models") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  Proxy p(TestConfig(engine));
+  HttpClient client(p.port());
+  auto tok = LoadTokenizer("llama3");
+  const std::string text = "Hello pipeline world, \"quoted\" \\ back\nslash\ttab caf\u00e9 \U0001F600";
+  std::vector<uint32_t> with, without;
+  tok->Encode(text, true, with);
+  tok->Encode(text, false, without);
+
+  auto r = client.Request("POST", "/v1/completions", CompletionBody("llama3", text));
+  REQUIRE(r.status == 200);
+  CHECK(Ids(json::parse(engine.Requests().back().body)["prompt"]) == with);
+
+  r = client.Request("POST", "/v1/completions", CompletionBody("llama3", text, R"("add_special_tokens":false)"));
+  REQUIRE(r.status == 200);
+  auto fwd = json::parse(engine.Requests().back().body);
+  CHECK(Ids(fwd["prompt"]) == without);
+  CHECK(fwd["add_special_tokens"] == false);
+
+  json list = {{"model", "llama3"}, {"prompt", {text, "second prompt"}}};
+  r = client.Request("POST", "/v1/completions", list.dump());
+  REQUIRE(r.status == 200);
+  fwd = json::parse(engine.Requests().back().body);
+  std::vector<uint32_t> second;
+  tok->Encode("second prompt", true, second);
+  REQUIRE(fwd["prompt"].is_array());
+  REQUIRE(fwd["prompt"].size() == 2);
+  CHECK(Ids(fwd["prompt"][0]) == with);
+  CHECK(Ids(fwd["prompt"][1]) == second);
+
+  // Token prompts and unknown models pass through byte for byte.
+  std::string tokens = R"({"model":"llama3","prompt":[1, 2,3],"max_tokens":2})";
+  r = client.Request("POST", "/v1/completions", tokens);
+  CHECK(r.status == 200);
+  CHECK(engine.Requests().back().body == tokens);
+  std::string unknown = R"({"model":"gpt-unknown","prompt":"hi there"})";
+  r = client.Request("POST", "/v1/completions", unknown);
+  CHECK(r.status == 200);
+  CHECK(engine.Requests().back().body == unknown);
+  std::string m = client.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(m, R"(toktier_passthrough_total{reason="token_prompt"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_passthrough_total{reason="unknown_model"})") == 1);
+}
+
+TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the backend") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  engine.mode = MockMode::kStream;
+  engine.stream_events = 5;
+  engine.stream_delay_ms = 150;
+  Proxy p(TestConfig(engine));
+  {
+    HttpClient client(p.port());
+    auto r = client.Stream("/v1/completions", CompletionBody("qwen3", "Say hi", R"("stream":true)"));
+    REQUIRE(r.status == 200);
+    CHECK(r.headers["content-type"] == "text/event-stream");
+    CHECK(r.pieces.size() >= 5);
+    // The first event reached the client before the engine wrote the last.
+    REQUIRE(!r.pieces.empty());
+    CHECK(r.pieces.front().first < engine.last_event_time());
+    CHECK(r.pieces.front().second.find("tok0") != std::string::npos);
+    // In order, complete.
+    size_t last = 0;
+    for (int i = 0; i < 5; ++i) {
+      size_t at = r.body.find("tok" + std::to_string(i));
+      REQUIRE(at != std::string::npos);
+      CHECK(at >= last);
+      last = at;
+    }
+    CHECK(r.body.find("data: [DONE]") != std::string::npos);
+  }
+  // Client disconnect after the first event.
+  engine.events_sent = 0;
+  engine.write_failures = 0;
+  engine.stream_events = 40;
+  engine.stream_delay_ms = 25;
+  {
+    HttpClient client(p.port());
+    auto r = client.Stream("/v1/completions", CompletionBody("qwen3", "Say hi", R"("stream":true)"), {}, 1);
+    CHECK(r.pieces.size() == 1);
+  }
+  for (int i = 0; i < 200 && engine.write_failures == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(engine.write_failures == 1);
+  CHECK(engine.events_sent < 40);
+}
+
+TEST_CASE("proxy: passthrough is byte-exact") {
+  MockEngine engine;
+  auto cfg = TestConfig(engine);
+  cfg.models.clear();
+  Proxy p(cfg);
+  HttpClient client(p.port());
+  std::string body;
+  for (int i = 0; i < 300000; ++i) body.push_back(static_cast<char>((i * 131) & 0xff));
+  auto r = client.Request("POST", "/v1/embeddings?x=1", body, {{"Content-Type", "application/octet-stream"},
+                                                                 {"X-Custom", "kept"}});
+  REQUIRE(r.status == 200);
+  CHECK(r.body == body);  // the mock echoes
+  CHECK(r.headers["x-mock"] == "1");
+  auto reqs = engine.Requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].body == body);
+  CHECK(reqs[0].target == "/v1/embeddings?x=1");
+  CHECK(reqs[0].headers["x-custom"] == "kept");
+  r = client.Request("POST", "/tokenize", R"({"model":"m","prompt":"x"})");
+  CHECK(r.status == 404);  // the mock offers no /tokenize: relayed
+  r = client.Request("POST", "/detokenize", R"({"tokens":[1]})");
+  CHECK(r.status == 200);
+  CHECK(r.body == R"({"tokens":[1]})");
+  // Streaming passthrough (chat completions are not rewritten).
+  engine.mode = MockMode::kStream;
+  engine.stream_delay_ms = 100;
+  engine.stream_events = 3;
+  auto s = client.Stream("/v1/chat/completions", R"({"model":"m","messages":[],"stream":true})");
+  CHECK(s.status == 200);
+  INFO("error: " << s.error << " body: " << s.body);
+  CHECK(s.pieces.size() >= 3);
+  CHECK(s.pieces.front().first < engine.last_event_time());
+}
+
+TEST_CASE("proxy: errors") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  auto cfg = TestConfig(engine);
+  cfg.max_body_bytes = 1 << 20;
+  cfg.backend_timeout_ms = 400;
+  Proxy p(cfg);
+  HttpClient client(p.port());
+  auto check_error = [&](const HttpResponse& r, int status, const std::string& param = "") {
+    CHECK(r.status == status);
+    json j = json::parse(r.body, nullptr, false);
+    REQUIRE(j.is_object());
+    REQUIRE(j.contains("error"));
+    CHECK(j["error"]["message"].is_string());
+    CHECK(j["error"]["type"].is_string());
+    CHECK(j["error"].contains("param"));
+    CHECK(j["error"].contains("code"));
+    if (!param.empty()) CHECK(j["error"]["param"] == param);
+  };
+  check_error(client.Request("POST", "/v1/completions", "{\"model\": \"qwen3\", \"prompt\": "), 400);
+  check_error(client.Request("POST", "/v1/completions", "not json"), 400);
+  check_error(client.Request("POST", "/v1/completions", "[1,2]"), 400);
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":42})"), 400, "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":{"a":1}})"), 400, "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":7,"prompt":"x"})"), 400, "model");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":"x","stream":"yes"})"), 400,
+              "stream");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3"})"), 400, "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":""})"), 400, "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":[]})"), 400, "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":["a",1]})"), 400, "prompt");
+  check_error(client.Request("GET", "/nope", ""), 404);
+  CHECK(engine.Requests().empty());  // none of these reached the engine
+  {
+    HttpClient c2(p.port());
+    check_error(c2.Request("POST", "/v1/completions", CompletionBody("qwen3", std::string(2 << 20, 'a'))), 413);
+  }
+  // Still serving after the errors.
+  CHECK(client.Request("POST", "/v1/completions", CompletionBody("qwen3", "fine")).status == 200);
+  // Backend errors are relayed as they are.
+  engine.mode = MockMode::kFail;
+  auto r = client.Request("POST", "/v1/completions", CompletionBody("qwen3", "fine"));
+  CHECK(r.status == 503);
+  CHECK(r.body.find("mock engine overloaded") != std::string::npos);
+  // Backend timeout: 504.
+  engine.mode = MockMode::kStall;
+  engine.stall_ms = 1500;
+  check_error(client.Request("POST", "/v1/completions", CompletionBody("qwen3", "slow")), 504);
+  // Closed early: 502.
+  engine.mode = MockMode::kCloseEarly;
+  HttpClient c3(p.port());
+  check_error(c3.Request("POST", "/v1/completions", CompletionBody("qwen3", "x")), 502);
+  // Unreachable backend: 502.
+  uint16_t dead_port;
+  {
+    MockEngine gone;
+    dead_port = gone.port();
+  }
+  auto cfg2 = TestConfig(engine);
+  cfg2.backends = {"http://127.0.0.1:" + std::to_string(dead_port)};
+  Proxy p2(cfg2);
+  HttpClient c4(p2.port());
+  check_error(c4.Request("POST", "/v1/completions", CompletionBody("qwen3", "x")), 502);
+  check_error(c4.Request("GET", "/v1/models", ""), 502);
+  CHECK(c4.Request("GET", "/readyz", "").status == 503);
+  CHECK(c4.Request("GET", "/healthz", "").status == 200);
+}
+
+TEST_CASE("proxy: tenants never share state; concurrent sessions") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  Proxy p(TestConfig(engine));
+  auto tok = LoadTokenizer("qwen3");
+  std::string base;
+  for (int i = 0; i < 60; ++i) base += "<|im_start|>user\nline " + std::to_string(i) + " of the shared system prompt\n";
+  constexpr int kTenants = 4, kSteps = 6;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kTenants; ++t) {
+    threads.emplace_back([&, t] {
+      HttpClient c(p.port());
+      std::string prompt = base;
+      for (int s = 0; s < kSteps; ++s) {
+        prompt += "<|im_start|>assistant\nstep " + std::to_string(s) + "<|im_end|>\n";
+        std::map<std::string, std::string> h = {{"Authorization", "Bearer tenant-" + std::to_string(t)}};
+        if (t % 2) h["X-Session-Id"] = "same-id-for-everyone";
+        auto r = c.Request("POST", "/v1/completions", CompletionBody("qwen3", prompt), h);
+        if (r.status != 200) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
+  // Every request's IDs are exact.
+  for (const auto& r : engine.Requests()) {
+    json j = json::parse(r.body);
+    (void)j;
+  }
+  HttpClient c(p.port());
+  std::string m = c.Request("GET", "/metrics", "").body;
+  // Each tenant: the first request misses (even with the same text or the same
+  // session id as another tenant), the rest hit.
+  double hits = MetricValue(m, R"(toktier_state_lookups_total{result="hit",session="explicit",tenant="authenticated"})") +
+                MetricValue(m, R"(toktier_state_lookups_total{result="hit",session="implicit",tenant="authenticated"})");
+  double misses =
+      std::max(0.0, MetricValue(m, R"(toktier_state_lookups_total{result="miss",session="explicit",tenant="authenticated"})")) +
+      std::max(0.0, MetricValue(m, R"(toktier_state_lookups_total{result="miss",session="implicit",tenant="authenticated"})"));
+  CHECK(misses == kTenants);
+  CHECK(hits == kTenants * (kSteps - 1));
+  CHECK(MetricValue(m, "toktier_tenants") == kTenants);
+}
+
+TEST_CASE("proxy: metric values after a known sequence") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  Proxy p(TestConfig(engine));
+  HttpClient c(p.port());
+  std::string prompt(2000, 'x');
+  for (int i = 0; i < 200; ++i) prompt += " word" + std::to_string(i);
+  std::map<std::string, std::string> h = {{"X-Session-Id", "s1"}};
+  REQUIRE(c.Request("POST", "/v1/completions", CompletionBody("qwen3", prompt), h).status == 200);  // miss, full
+  REQUIRE(c.Request("POST", "/v1/completions", CompletionBody("qwen3", prompt + " more text"), h).status == 200);
+  REQUIRE(c.Request("POST", "/v1/completions", CompletionBody("qwen3", prompt + " more text"), h).status == 200);
+  REQUIRE(c.Request("POST", "/v1/completions", R"({"model":"other","prompt":"x"})").status == 200);
+  REQUIRE(c.Request("POST", "/v1/completions", "{bad").status == 400);
+  REQUIRE(c.Request("GET", "/v1/models", "").status == 200);
+  std::string m = c.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(m, R"(toktier_requests_total{endpoint="completions",outcome="ok"})") == 4);
+  CHECK(MetricValue(m, R"(toktier_requests_total{endpoint="completions",outcome="client_error"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_requests_total{endpoint="passthrough",outcome="ok"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_state_lookups_total{result="miss",session="explicit",tenant="anonymous"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_state_lookups_total{result="hit",session="explicit",tenant="anonymous"})") == 2);
+  CHECK(MetricValue(m, R"(toktier_repair_outcomes_total{path="full"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_full_tokenizations_total{reason="no_state"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_repair_outcomes_total{path="unchanged"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_repair_outcomes_total{path="first_try"})") +
+            std::max(0.0, MetricValue(m, R"(toktier_repair_outcomes_total{path="widened"})")) ==
+        1);
+  CHECK(MetricValue(m, R"(toktier_passthrough_total{reason="unknown_model"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_backend_requests_total{outcome="ok"})") == 5);
+  CHECK(MetricValue(m, "toktier_live_sessions") == 1);
+  CHECK(MetricValue(m, "toktier_state_bytes") > 2000);
+  CHECK(MetricValue(m, R"(toktier_backend_healthy{backend=")" + engine.url() + "\"}") == 1);
+  CHECK(MetricValue(m, R"(toktier_tokenization_seconds_count{path="full"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_request_duration_seconds_count{endpoint="completions"})") == 5);
+}
+
+TEST_CASE("proxy: the tokenizer guard switches a model to text on a mismatch") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  auto qwen = LoadTokenizer("qwen3");
+  auto llama = LoadTokenizer("llama3");
+  // The engine serves qwen3 correctly, but "llama3" with another tokenizer.
+  engine.tokenize = [&](const std::string& prompt, bool add) {
+    std::vector<uint32_t> ids;
+    (prompt.empty() ? qwen : qwen)->Encode(prompt, add, ids);
+    return ids;
+  };
+  auto cfg = TestConfig(engine);
+  cfg.guard_enabled = true;
+  Proxy p(cfg);
+  HttpClient c(p.port());
+  std::string m = c.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(m, R"(toktier_tokenizer_guard_text_mode{model="qwen3"})") == 0);
+  CHECK(MetricValue(m, R"(toktier_tokenizer_guard_text_mode{model="llama3"})") == 1);
+  CHECK(MetricValue(m, R"(toktier_tokenizer_guard_checks_total{model="llama3",result="mismatch"})") >= 1);
+  CHECK(MetricValue(m, R"(toktier_tokenizer_guard_checks_total{model="qwen3",result="match"})") >= 1);
+  std::string body = CompletionBody("llama3", "text goes through unchanged");
+  REQUIRE(c.Request("POST", "/v1/completions", body).status == 200);
+  CHECK(engine.Requests().back().body == body);
+  body = CompletionBody("qwen3", "ids for this one");
+  REQUIRE(c.Request("POST", "/v1/completions", body).status == 200);
+  std::vector<uint32_t> want;
+  qwen->Encode("ids for this one", true, want);
+  CHECK(Ids(json::parse(engine.Requests().back().body)["prompt"]) == want);
+  (void)llama;
+}
+
+TEST_CASE("proxy: a full tokenization queue forwards text (overload passthrough)") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  auto cfg = TestConfig(engine);
+  cfg.workers = 1;
+  cfg.worker_queue_capacity = 0;  // always full
+  Proxy p(cfg);
+  HttpClient c(p.port());
+  for (int i = 0; i < 3; ++i) {
+    std::string body = CompletionBody("qwen3", "busy " + std::to_string(i));
+    auto r = c.Request("POST", "/v1/completions", body);
+    CHECK(r.status == 200);
+    CHECK(engine.Requests().back().body == body);
+  }
+  std::string m = c.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(m, "toktier_overload_passthrough_total") == 3);
+}
+
+TEST_CASE("proxy: failover to a healthy backend; rendezvous affinity") {
+  if (!TokenizersPresent()) return;
+  MockEngine a, b;
+  auto cfg = TestConfig(a);
+  cfg.backends = {a.url(), b.url()};
+  auto p = std::make_unique<Proxy>(cfg);
+  HttpClient c(p->port());
+  // One session sticks to one backend.
+  for (int i = 0; i < 5; ++i) {
+    REQUIRE(c.Request("POST", "/v1/completions", CompletionBody("qwen3", "hello " + std::to_string(i)),
+                      {{"X-Session-Id", "sticky"}})
+                .status == 200);
+  }
+  CHECK((a.Requests().size() == 5) != (b.Requests().size() == 5));
+  // Sessions spread over both.
+  for (int i = 0; i < 40; ++i) {
+    c.Request("POST", "/v1/completions", CompletionBody("qwen3", "x"), {{"X-Session-Id", "s" + std::to_string(i)}});
+  }
+  CHECK(a.Requests().size() > 5);
+  CHECK(b.Requests().size() > 5);
+}
+
+}  // namespace toktier::test
