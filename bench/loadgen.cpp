@@ -13,6 +13,7 @@
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <condition_variable>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -38,7 +39,11 @@ struct Session {
   std::string prompt;
   std::string id;
   size_t next_append = 0;
-  std::mutex mu;  // one request of a session at a time (an agent waits for its answer)
+  // One request of a session at a time, in arrival order (an agent waits
+  // for its answer): arrival k of this session runs when turn == k.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t turn = 0;
 };
 
 struct Result {
@@ -82,7 +87,9 @@ Result RunRate(uint16_t port, const std::string& model, std::vector<std::unique_
         size_t i = next.fetch_add(1);
         if (i >= schedule.size()) return;
         Session& s = *sessions[i % sessions.size()];
-        std::lock_guard<std::mutex> slock(s.mu);
+        const size_t my_turn = i / sessions.size();
+        std::unique_lock<std::mutex> slock(s.mu);
+        s.cv.wait(slock, [&] { return s.turn == my_turn; });
         s.prompt += appends[s.next_append++ % appends.size()];
         std::string body = Body(model, s.prompt);
         std::this_thread::sleep_until(schedule[i]);
@@ -91,6 +98,9 @@ Result RunRate(uint16_t port, const std::string& model, std::vector<std::unique_
         auto r = client.Request("POST", "/v1/completions", body, {{"X-Session-Id", s.id}});
         auto t1 = Clock::now();
         (void)t0;
+        ++s.turn;
+        slock.unlock();
+        s.cv.notify_all();
         std::lock_guard<std::mutex> lock(mu);
         if (r.status != 200) {
           ++errors;
@@ -123,6 +133,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> contexts = {100000, 1000000};
   int sessions_n = 4, threads = 8, workers = 1, io_threads = 1;
   double seconds = 4, max_rate = 2000;
+  bool skip_stateless_large = false;
   app.add_option("--workloads", workloads, "folder of session .jsonl files");
   app.add_option("--tokenizer", tokenizer, "tokenizer.json of the model");
   app.add_option("--context", contexts, "context sizes in characters");
@@ -132,6 +143,7 @@ int main(int argc, char** argv) {
   app.add_option("--io-threads", io_threads, "proxy I/O threads");
   app.add_option("--seconds", seconds, "duration of each rate step");
   app.add_option("--max-rate", max_rate, "highest Poisson rate tried (req/s)");
+  app.add_flag("--skip-stateless-large", skip_stateless_large, "skip the stateless mode above 500K chars");
   CLI11_PARSE(app, argc, argv);
 
   // Material: prompts and appends from the workload files.
@@ -194,6 +206,7 @@ int main(int argc, char** argv) {
     double p50[3] = {}, p99[3] = {}, best[3] = {};
     for (int ti = 0; ti < 3; ++ti) {
       Target& tg = targets[ti];
+      if (context > 500000 && ti == 2 && skip_stateless_large) continue;
       // Fresh sessions per mode, warmed with one request each (a miss).
       std::vector<std::unique_ptr<Session>> sessions;
       for (int s = 0; s < sessions_n; ++s) {
@@ -217,7 +230,7 @@ int main(int argc, char** argv) {
       std::printf("| %zu | %s | %g | %zu | %zu | %.1f | %.2f | %.2f |\n", context, tg.name, 10.0, low.n, low.errors,
                   low.throughput, low.p50, low.p99);
       if (low.p99 <= 50) best[ti] = low.throughput;
-      for (double rate = 20; rate <= max_rate && low.p99 <= 50; rate *= 2) {
+      for (double rate = 20; rate <= max_rate; rate *= 2) {
         Result r = RunRate(tg.port, "qwen3", sessions, appends, rate, seconds, threads, static_cast<uint64_t>(rate));
         std::printf("| %zu | %s | %g | %zu | %zu | %.1f | %.2f | %.2f |\n", context, tg.name, rate, r.n, r.errors,
                     r.throughput, r.p50, r.p99);

@@ -13,7 +13,7 @@
 namespace toktier::core {
 
 // Bump when a change to core/ can change the IDs produced for some input.
-inline constexpr std::string_view kAlgorithmVersion = "toktier-encode-1";
+inline constexpr std::string_view kAlgorithmVersion = "toktier-encode-2";
 
 inline std::string VersionHash(std::string_view format, std::string_view encoding_name, std::string_view content) {
   XXH3_state_t* st = XXH3_createState();
