@@ -54,6 +54,63 @@ Status ParseNormalizer(const json& j, Normalizer& out) {
   return Status::Ok();
 }
 
+// Metaspace (as the whole pre-tokenizer or the first step of a Sequence)
+// becomes what it does: Replace ' ' by the replacement, prefix it per
+// prepend_scheme, and split before each replacement (MergedWithNext). Removes
+// it from `pre`.
+Status ExtractMetaspace(json& pre, TokenizerImpl& t) {
+  json meta;
+  if (TypeOf(pre) == "Metaspace") {
+    meta = pre;
+    pre = json();
+  } else if (TypeOf(pre) == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].is_array() &&
+             !pre["pretokenizers"].empty()) {
+    auto& list = pre["pretokenizers"];
+    for (size_t i = 1; i < list.size(); ++i) {
+      if (TypeOf(list[i]) == "Metaspace") {
+        return Status::Error("unsupported pre-tokenizer: Metaspace after other pre-tokenizer steps");
+      }
+    }
+    if (TypeOf(list[0]) == "Metaspace") {
+      meta = list[0];
+      list.erase(list.begin());
+    }
+  }
+  if (meta.is_null()) return Status::Ok();
+  std::string replacement = meta.value("replacement", std::string("\xE2\x96\x81"));
+  std::string scheme;
+  if (meta.contains("prepend_scheme") && meta["prepend_scheme"].is_string()) {
+    scheme = meta["prepend_scheme"].get<std::string>();
+  } else {
+    scheme = meta.value("add_prefix_space", true) ? "always" : "never";
+  }
+  if (scheme != "always" && scheme != "first" && scheme != "never") {
+    return Status::Error("unsupported Metaspace prepend_scheme: '" + scheme + "'");
+  }
+  NormalizerOp replace;
+  replace.kind = NormalizerOp::Kind::kReplace;
+  replace.pattern = " ";
+  replace.content = replacement;
+  t.normalizer_.Add(replace);
+  if (scheme != "never") {
+    NormalizerOp prefix;
+    prefix.kind = NormalizerOp::Kind::kMetaspacePrepend;
+    prefix.content = replacement;
+    prefix.first_only = scheme == "first";
+    t.normalizer_.Add(prefix);
+  }
+  if (meta.value("split", true)) {
+    PreTokenizerStep step;
+    step.kind = PreTokenizerStep::Kind::kSplit;
+    step.pattern = replacement;
+    step.pattern_is_regex = false;
+    step.behavior = SplitBehavior::kMergedWithNext;
+    t.steps_.push_back(step);
+  }
+  t.metaspace_ = true;
+  return Status::Ok();
+}
+
 Status SpecialIdsOf(const json& specials, const std::string& name, std::vector<uint32_t>& out) {
   if (!specials.contains(name)) return Status::Error("TemplateProcessing: unknown special token '" + name + "'");
   for (const json& id : specials[name].value("ids", json::array())) out.push_back(id.get<uint32_t>());
@@ -202,8 +259,11 @@ Status LoadHuggingFace(std::string_view text, TokenizerImpl& t) {
   t.name_ = "huggingface-bpe";
   Status st = ParseNormalizer(j.value("normalizer", json()), t.normalizer_);
   if (!st.ok()) return st;
+  json pre = j.value("pre_tokenizer", json());
+  st = ExtractMetaspace(pre, t);
+  if (!st.ok()) return st;
   std::string error;
-  if (!ParsePreTokenizerSteps(j.value("pre_tokenizer", json()), &t.steps_, &error)) {
+  if (!ParsePreTokenizerSteps(pre, &t.steps_, &error)) {
     return Status::Error("unsupported pre-tokenizer: " + error);
   }
   // ByteLevel maps bytes to the printable alphabet the vocab is written in;
@@ -228,6 +288,11 @@ Status LoadHuggingFace(std::string_view text, TokenizerImpl& t) {
   if (!st.ok()) return st;
   st = LoadModel(j["model"], byte_level, added, t);
   if (!st.ok()) return st;
+  if (t.metaspace_ && !norm.empty()) {
+    // Normalized added tokens are matched before pre-tokenization, where
+    // Metaspace's replacement has not happened yet.
+    return Status::Error("unsupported: Metaspace pre-tokenizer with normalized added tokens");
+  }
   t.raw_added_.Build(std::move(raw));
   t.norm_added_.Build(std::move(norm));
   return Status::Ok();

@@ -117,7 +117,7 @@ void ApplyStrip(const NormalizerOp& op, std::string_view in, std::string& out, s
 
 }  // namespace
 
-void Normalizer::Apply(std::string_view seg, bool segment_start, std::string& out,
+void Normalizer::Apply(std::string_view seg, bool segment_start, bool at_text_start, std::string& out,
                        std::vector<uint32_t>& align) const {
   out.clear();
   align.clear();
@@ -141,6 +141,14 @@ void Normalizer::Apply(std::string_view seg, bool segment_start, std::string& ou
       EmitIdentity(cur, 0, next, step);
     } else if (op.kind == NormalizerOp::Kind::kStrip) {
       ApplyStrip(op, cur, next, step);
+    } else if (op.kind == NormalizerOp::Kind::kMetaspacePrepend) {
+      bool prepend = segment_start && (!op.first_only || at_text_start) &&
+                     std::string_view(cur).substr(0, op.content.size()) != op.content;
+      if (prepend) {
+        for (size_t k = 0; k < op.content.size(); ++k) step.push_back(0);
+        next.append(op.content);
+      }
+      EmitIdentity(cur, 0, next, step);
     }
     step.push_back(static_cast<uint32_t>(cur.size()));
     // Compose: output byte -> previous string offset -> source offset.
@@ -199,6 +207,7 @@ std::string Normalizer::Describe() const {
       case NormalizerOp::Kind::kReplace: s += "Replace"; break;
       case NormalizerOp::Kind::kPrepend: s += "Prepend"; break;
       case NormalizerOp::Kind::kStrip: s += "Strip"; break;
+      case NormalizerOp::Kind::kMetaspacePrepend: s += "MetaspacePrepend"; break;
     }
   }
   return s.empty() ? "none" : s;

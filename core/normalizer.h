@@ -13,11 +13,17 @@
 namespace toktier::core {
 
 struct NormalizerOp {
-  enum class Kind { kNFC, kNFD, kNFKC, kNFKD, kReplace, kPrepend, kStrip };
+  enum class Kind {
+    kNFC, kNFD, kNFKC, kNFKD, kReplace, kPrepend, kStrip,
+    // Metaspace's prefix: `content` unless the segment already starts with
+    // it; with first_only, only for the segment at the start of the text.
+    kMetaspacePrepend,
+  };
   Kind kind = Kind::kNFC;
   std::string pattern;  // kReplace: the string to find
   std::string content;  // kReplace: replacement; kPrepend: the prefix
   bool strip_left = false, strip_right = false;
+  bool first_only = false;  // kMetaspacePrepend: prepend_scheme "first"
 };
 
 class Normalizer {
@@ -32,7 +38,8 @@ class Normalizer {
   // offset (relative to seg) where the text it came from starts; the last
   // entry is seg.size(). Bytes of a rewritten run point to the run's end,
   // except its first byte, so reported ends never fall inside the run.
-  void Apply(std::string_view seg, bool segment_start, std::string& out,
+  // at_text_start: the segment begins at offset 0 of the whole text.
+  void Apply(std::string_view seg, bool segment_start, bool at_text_start, std::string& out,
              std::vector<uint32_t>& align) const;
 
   // True if normalizing X equals normalizing X[:p] followed by normalizing

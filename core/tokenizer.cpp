@@ -146,7 +146,7 @@ void TokenizerImpl::EncodeTextSegment(std::string_view text, uint32_t seg_begin,
   }
   std::string norm;
   std::vector<uint32_t> align;
-  normalizer_.Apply(seg, segment_start, norm, align);
+  normalizer_.Apply(seg, segment_start, seg_begin == 0, norm, align);
   EncodeNormalized(norm, &align, seg_begin, path, out);
 }
 
@@ -195,6 +195,11 @@ bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p) const {
   const Splitter* splitter = fast_ ? fast_.get() : generic_.get();
   if (splitter != nullptr) {
     if (normalizer_.identity()) return splitter->IsHardBoundary(text, p);
+    // Metaspace's "first" prefix depends on where the segment lies in the
+    // whole text, which a window cannot see.
+    for (const NormalizerOp& op : normalizer_.ops()) {
+      if (op.kind == NormalizerOp::Kind::kMetaspacePrepend) return false;
+    }
     // Pre-tokenizer rules are stated on the normalized text and look at a
     // few characters around the cut (pretokenizer.h). Normalize a window
     // whose ends are normalization boundaries: it is then exactly the
@@ -215,7 +220,7 @@ bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p) const {
     }
     std::string norm;
     std::vector<uint32_t> align;
-    normalizer_.Apply(text.substr(a, b - a), /*segment_start=*/a == 0, norm, align);
+    normalizer_.Apply(text.substr(a, b - a), /*segment_start=*/a == 0, /*at_text_start=*/false, norm, align);
     auto it = std::find(align.begin(), align.end(), static_cast<uint32_t>(p - a));
     if (it == align.end()) return false;
     size_t q = static_cast<size_t>(it - align.begin());

@@ -95,6 +95,7 @@ class TokenizerImpl {
   unicode::Tables tables_ = unicode::Tables::kHuggingFace;  // whose Unicode classes the regexes use
   std::vector<uint32_t> prefix_ids_, suffix_ids_;
   bool tiktoken_ = false;
+  bool metaspace_ = false;  // a Metaspace pre-tokenizer became normalizer ops + a split
   std::vector<std::string> added_token_text_;  // id -> content, for TokenBytes
   bool repair_supported_ = true;
   std::string repair_unsupported_reason_;

@@ -154,7 +154,7 @@ void Differential(const char* what, const std::vector<Case>& cases) {
                      << Hex(out) << "] reference [" << Hex(ref[i]) << "]");
       }
     }
-    normalizers[static_cast<int>(cases[i].form)].Apply(cases[i].text, true, napplied, align);
+    normalizers[static_cast<int>(cases[i].form)].Apply(cases[i].text, true, true, napplied, align);
     if (napplied != ref[i] && ++chunk_diffs <= 10) {
       MESSAGE(what << " Normalizer " << FormName(cases[i].form) << " [" << Hex(cases[i].text) << "]: ["
                    << Hex(napplied) << "] reference [" << Hex(ref[i]) << "]");

@@ -1,0 +1,83 @@
+// Metaspace pre-tokenizer (SentencePiece-style files): every prepend_scheme
+// and split setting against the Node reference, on Llama 2's vocabulary with
+// its normalizer replaced by a Metaspace pre-tokenizer.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/core.h"
+#include "test_support.h"
+
+namespace {
+
+std::string RunReference(const std::string& tokenizer_path, const std::vector<std::string>& texts, bool special) {
+  std::string in_path = (std::filesystem::temp_directory_path() / "toktier_metaspace_in.jsonl").string();
+  {
+    std::ofstream out(in_path);
+    for (const auto& t : texts) out << nlohmann::json{{"text", t}, {"add_special_tokens", special}}.dump() << "\n";
+  }
+  std::string cmd = "node '" + std::string(TOKTIER_SOURCE_DIR) + "/tools/ref_encode.js' --tokenizer '" +
+                    tokenizer_path + "' < '" + in_path + "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return "";
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  if (pclose(p) != 0) return "";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("metaspace: prepend schemes and split match the reference") {
+  auto base = toktier::test::ReadFile(toktier::test::TokenizerPath("llama2"));
+  if (!base || std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("skipped: llama2 tokenizer file or node missing");
+    return;
+  }
+  const std::vector<std::string> texts = {
+      "Hello world", " leading space", "two  spaces and\ttab", "<s>after special</s> more", "",
+      "x", "\xE2\x96\x81" "already marked", "multi\nline\n text", "  ", "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC"};
+  for (const char* scheme : {"always", "first", "never"}) {
+    for (bool split : {true, false}) {
+      auto j = nlohmann::json::parse(*base);
+      j["normalizer"] = nullptr;
+      j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"},
+                            {"prepend_scheme", scheme}, {"split", split}};
+      std::string path = (std::filesystem::temp_directory_path() /
+                          (std::string("toktier_metaspace_") + scheme + (split ? "_s" : "_n") + ".json")).string();
+      std::ofstream(path) << j.dump();
+      toktier::core::Status st;
+      auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
+      REQUIRE_MESSAGE(st.ok(), st.message());
+      for (bool special : {false, true}) {
+        std::string ref = RunReference(path, texts, special);
+        REQUIRE_MESSAGE(!ref.empty(), "reference encoder failed");
+        std::string ours;
+        for (const auto& t : texts) {
+          std::vector<uint32_t> ids;
+          tok->Encode(t, special, ids);
+          ours += nlohmann::json(ids).dump() + "\n";
+        }
+        INFO("scheme=" << scheme << " split=" << split << " special=" << special);
+        CHECK(ours == ref);
+        // Repair stays exact on top of it.
+        toktier::core::TokenState state;
+        std::string acc;
+        for (const auto& t : texts) {
+          acc += t;
+          toktier::core::Repairer::Update(*tok, state, acc, special);
+          std::vector<uint32_t> want;
+          tok->Encode(acc, special, want);
+          CHECK(state.ids() == want);
+        }
+      }
+      std::filesystem::remove(path);
+    }
+  }
+}
