@@ -111,6 +111,35 @@ Status ExtractMetaspace(json& pre, TokenizerImpl& t) {
   return Status::Ok();
 }
 
+// ByteLevel's add_prefix_space (true when absent, as in HF) puts a space
+// before each split it sees that does not start with one. As the first step
+// those splits are the segments: a segment prefix like Metaspace's. Later in
+// a Sequence it would act per piece, which is not supported.
+Status ExtractByteLevelPrefixSpace(json& pre, TokenizerImpl& t) {
+  auto wants_prefix = [](const json& p) {
+    return TypeOf(p) == "ByteLevel" && (!p.contains("add_prefix_space") || p["add_prefix_space"].get<bool>());
+  };
+  json* first = nullptr;
+  if (TypeOf(pre) == "ByteLevel") {
+    first = &pre;
+  } else if (TypeOf(pre) == "Sequence" && pre.contains("pretokenizers") && pre["pretokenizers"].is_array()) {
+    auto& list = pre["pretokenizers"];
+    for (size_t i = 1; i < list.size(); ++i) {
+      if (wants_prefix(list[i])) {
+        return Status::Error("unsupported pre-tokenizer: ByteLevel with add_prefix_space after other steps");
+      }
+    }
+    if (!list.empty()) first = &list[0];
+  }
+  if (first == nullptr || !wants_prefix(*first)) return Status::Ok();
+  (*first)["add_prefix_space"] = false;
+  NormalizerOp prefix;
+  prefix.kind = NormalizerOp::Kind::kMetaspacePrepend;
+  prefix.content = " ";
+  t.normalizer_.Add(prefix);
+  return Status::Ok();
+}
+
 Status SpecialIdsOf(const json& specials, const std::string& name, std::vector<uint32_t>& out) {
   if (!specials.contains(name)) return Status::Error("TemplateProcessing: unknown special token '" + name + "'");
   for (const json& id : specials[name].value("ids", json::array())) out.push_back(id.get<uint32_t>());
@@ -261,6 +290,8 @@ Status LoadHuggingFace(std::string_view text, TokenizerImpl& t) {
   if (!st.ok()) return st;
   json pre = j.value("pre_tokenizer", json());
   st = ExtractMetaspace(pre, t);
+  if (!st.ok()) return st;
+  st = ExtractByteLevelPrefixSpace(pre, t);
   if (!st.ok()) return st;
   std::string error;
   if (!ParsePreTokenizerSteps(pre, &t.steps_, &error)) {

@@ -195,11 +195,6 @@ bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p) const {
   const Splitter* splitter = fast_ ? fast_.get() : generic_.get();
   if (splitter != nullptr) {
     if (normalizer_.identity()) return splitter->IsHardBoundary(text, p);
-    // Metaspace's "first" prefix depends on where the segment lies in the
-    // whole text, which a window cannot see.
-    for (const NormalizerOp& op : normalizer_.ops()) {
-      if (op.kind == NormalizerOp::Kind::kMetaspacePrepend) return false;
-    }
     // Pre-tokenizer rules are stated on the normalized text and look at a
     // few characters around the cut (pretokenizer.h). Normalize a window
     // whose ends are normalization boundaries: it is then exactly the
@@ -207,6 +202,14 @@ bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p) const {
     size_t a = p;
     for (int chars = 0; a > 0 && chars < kRuleReach; ++chars) a = unicode::PrevStart(text, a);
     while (a > 0 && !normalizer_.IsBoundary(text, a)) a = unicode::PrevStart(text, a);
+    // A window reaching the segment start would need to know whether a
+    // Metaspace "first" prefix applies there, which depends on where the
+    // segment lies in the whole text.
+    if (a == 0) {
+      for (const NormalizerOp& op : normalizer_.ops()) {
+        if (op.kind == NormalizerOp::Kind::kMetaspacePrepend) return false;
+      }
+    }
     size_t b = p;
     for (int chars = 0; b < text.size() && chars < kRuleReach; ++chars) {
       size_t len = 0;

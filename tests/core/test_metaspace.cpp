@@ -81,3 +81,30 @@ TEST_CASE("metaspace: prepend schemes and split match the reference") {
     }
   }
 }
+
+TEST_CASE("byte-level add_prefix_space matches the reference") {
+  auto base = toktier::test::ReadFile(toktier::test::TokenizerPath("llama3"));
+  if (!base || std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("skipped: llama3 tokenizer file or node missing");
+    return;
+  }
+  const std::vector<std::string> texts = {"Hello world", " already spaced", "<|eot_id|>after", "", "x",
+                                          "a<|eot_id|> b", "\n\nnewlines", "12345 numbers"};
+  auto j = nlohmann::json::parse(*base);
+  j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}, {"trim_offsets", true}};
+  std::string path = (std::filesystem::temp_directory_path() / "toktier_bl_prefix.json").string();
+  std::ofstream(path) << j.dump();
+  toktier::core::Status st;
+  auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  std::string ref = RunReference(path, texts, false);
+  REQUIRE(!ref.empty());
+  std::string ours;
+  for (const auto& t : texts) {
+    std::vector<uint32_t> ids;
+    tok->Encode(t, false, ids);
+    ours += nlohmann::json(ids).dump() + "\n";
+  }
+  CHECK(ours == ref);
+  std::filesystem::remove(path);
+}
