@@ -1,4 +1,5 @@
-// Metaspace pre-tokenizer (SentencePiece-style files): every prepend_scheme
+// Tokenizer components no shipped file exercises fully, against the Node
+// reference on synthetic files: Metaspace (every prepend_scheme
 // and split setting against the Node reference, on Llama 2's vocabulary with
 // its normalizer replaced by a Metaspace pre-tokenizer.
 #include <doctest/doctest.h>
@@ -97,6 +98,45 @@ TEST_CASE("byte-level add_prefix_space matches the reference") {
   toktier::core::Status st;
   auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
   REQUIRE_MESSAGE(st.ok(), st.message());
+  std::string ref = RunReference(path, texts, false);
+  REQUIRE(!ref.empty());
+  std::string ours;
+  for (const auto& t : texts) {
+    std::vector<uint32_t> ids;
+    tok->Encode(t, false, ids);
+    ours += nlohmann::json(ids).dump() + "\n";
+  }
+  CHECK(ours == ref);
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("BPE continuing_subword_prefix and end_of_word_suffix match the reference") {
+  if (std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("skipped: node missing");
+    return;
+  }
+  // A small WordPiece-like BPE: "##" marks continuations, "</w>" word ends.
+  nlohmann::json vocab = nlohmann::json::object();
+  uint32_t next = 0;
+  for (std::string c : {"a", "b", "c"}) {
+    for (std::string form : {c, "##" + c, c + "</w>", "##" + c + "</w>"}) vocab[form] = next++;
+  }
+  for (std::string t : {"ab", "abc</w>", "##bc</w>", "ca", "cab", "[UNK]"}) vocab[t] = next++;
+  nlohmann::json j = {
+      {"model",
+       {{"type", "BPE"}, {"vocab", vocab},
+        {"merges", {"a ##b", "ab ##c</w>", "##b ##c</w>", "c ##a", "ca ##b"}},
+        {"continuing_subword_prefix", "##"}, {"end_of_word_suffix", "</w>"}, {"unk_token", "[UNK]"},
+        {"fuse_unk", true}}},
+      {"pre_tokenizer", {{"type", "Whitespace"}}},
+      {"added_tokens", nlohmann::json::array()}};
+  std::string path = (std::filesystem::temp_directory_path() / "toktier_prefix_suffix.json").string();
+  std::ofstream(path) << j.dump();
+  toktier::core::Status st;
+  auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
+  REQUIRE_MESSAGE(st.ok(), st.message());
+  const std::vector<std::string> texts = {"abc", "a b c", "cab abc cabc", "bc", "abcabc", "xyz", "axxb",
+                                          "c a b", "aaa bbb ccc"};
   std::string ref = RunReference(path, texts, false);
   REQUIRE(!ref.empty());
   std::string ours;
