@@ -1,7 +1,8 @@
-// Tokenizer components no shipped file exercises fully, against the Node
-// reference on synthetic files: Metaspace (every prepend_scheme
-// and split setting against the Node reference, on Llama 2's vocabulary with
-// its normalizer replaced by a Metaspace pre-tokenizer.
+// Tokenizer components that no shipped file exercises fully, checked against
+// the Node reference on synthetic tokenizer.json files: Metaspace (every
+// prepend_scheme, split on/off; on Llama 2's vocabulary), ByteLevel
+// add_prefix_space, and BPE continuing_subword_prefix / end_of_word_suffix /
+// fuse_unk.
 #include <doctest/doctest.h>
 
 #include <cstdio>
