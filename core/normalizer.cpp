@@ -80,6 +80,30 @@ void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string&
   }
 }
 
+// Same chunks as ApplyUnicodeForm; true when every chunk maps to itself.
+bool UnicodeFormLeavesUnchanged(NormalizerOp::Kind kind, std::string_view in) {
+  const size_t n = in.size();
+  size_t i = 0;
+  std::string res;
+  while (i < n) {
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, in.data() + i, 8);
+      if (w & 0x8080808080808080ULL) break;
+      i += 8;
+    }
+    while (i < n && static_cast<unsigned char>(in[i]) < 0x80) ++i;
+    if (i == n) return true;
+    size_t chunk_begin = i > 0 ? i - 1 : 0;  // the ASCII char before may compose
+    size_t k = i;
+    while (k < n && static_cast<unsigned char>(in[k]) >= 0x80) ++k;
+    std::string_view chunk = in.substr(chunk_begin, k - chunk_begin);
+    if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res) || res != chunk) return false;
+    i = k;
+  }
+  return true;
+}
+
 void ApplyReplace(const NormalizerOp& op, std::string_view in, std::string& out, std::vector<uint32_t>& align) {
   size_t i = 0;
   while (i < in.size()) {
@@ -164,15 +188,8 @@ bool Normalizer::LeavesUnchanged(std::string_view seg) const {
   for (const NormalizerOp& op : ops_) {
     if (!IsUnicodeForm(op.kind)) return false;
   }
-  size_t i = 0;
-  while (i + 8 <= seg.size()) {
-    uint64_t w;
-    std::memcpy(&w, seg.data() + i, 8);
-    if (w & 0x8080808080808080ULL) return false;
-    i += 8;
-  }
-  for (; i < seg.size(); ++i) {
-    if (static_cast<unsigned char>(seg[i]) >= 0x80) return false;
+  for (const NormalizerOp& op : ops_) {
+    if (!UnicodeFormLeavesUnchanged(op.kind, seg)) return false;
   }
   return true;
 }
