@@ -1,6 +1,8 @@
 // `toktier bench repair`: incremental repair latency on long agent contexts
 // built by chaining the real workload sessions, beside full tokenization
 // (ours and, when Node is present, HF's) in the same run.
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -225,6 +227,8 @@ int RunBenchRepair(int argc, char** argv) {
     text.resize(ends[499999]);
     ids = {};
     ends = {};
+    // Return freed heap to the OS so the RSS delta shows the state alone.
+    malloc_trim(0);
     size_t rss0 = RssKb();
     core::TokenState state;
     core::Repairer::Update(*tok, state, text, add_special);
