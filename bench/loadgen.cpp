@@ -75,6 +75,7 @@ Result RunRate(uint16_t port, const std::string& model, std::vector<std::unique_
     t += gap(rng);
     schedule.push_back(start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t)));
   }
+  for (auto& s : sessions) s->turn = 0;
   std::atomic<size_t> next{0};
   std::mutex mu;
   std::vector<double> lat;
@@ -229,6 +230,7 @@ int main(int argc, char** argv) {
       p99[ti] = low.p99;
       std::printf("| %zu | %s | %g | %zu | %zu | %.1f | %.2f | %.2f |\n", context, tg.name, 10.0, low.n, low.errors,
                   low.throughput, low.p50, low.p99);
+      std::fflush(stdout);
       if (low.p99 <= 50) best[ti] = low.throughput;
       for (double rate = 20; rate <= max_rate; rate *= 2) {
         Result r = RunRate(tg.port, "qwen3", sessions, appends, rate, seconds, threads, static_cast<uint64_t>(rate));
