@@ -99,6 +99,10 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   HttpConn(Server::Impl* srv, tcp::socket&& socket)
       : srv_(srv), stream_(std::move(socket)), strand_(stream_.get_executor()) {
     srv_->connections.fetch_add(1);
+    // Beast reads at most the buffer's free capacity (>= 512 bytes) per
+    // read_some; without room a megabyte body takes thousands of reads.
+    buffer_.reserve(kReadChunk);
+    up_buf_.reserve(kReadChunk);
   }
   ~HttpConn() { srv_->connections.fetch_sub(1); }
 
@@ -596,6 +600,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   Server::Impl* srv_;  // outlives every connection (Shutdown joins the I/O threads)
   beast::tcp_stream stream_;
   asio::any_io_executor strand_;
+  static constexpr size_t kReadChunk = 64 * 1024;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool idle_ = false;
