@@ -19,6 +19,13 @@ bool IsWordChar(char32_t cp) {
 
 }  // namespace
 
+int32_t AddedTokenMatcher::Child(uint32_t node, unsigned char c) const {
+  const auto& ch = trie_[node].children;
+  auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(c, 0u),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  return it != ch.end() && it->first == c ? static_cast<int32_t>(it->second) : -1;
+}
+
 void AddedTokenMatcher::Build(std::vector<AddedToken> tokens) {
   tokens_ = std::move(tokens);
   trie_.assign(1, Node{});
@@ -54,12 +61,9 @@ size_t AddedTokenMatcher::LongestAt(std::string_view text, size_t i, size_t* ind
   uint32_t node = 0;
   size_t best = 0;
   for (size_t k = i; k < text.size(); ++k) {
-    const auto& ch = trie_[node].children;
-    unsigned char c = static_cast<unsigned char>(text[k]);
-    auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(c, 0u),
-                               [](const auto& a, const auto& b) { return a.first < b.first; });
-    if (it == ch.end() || it->first != c) break;
-    node = it->second;
+    int32_t next = Child(node, static_cast<unsigned char>(text[k]));
+    if (next < 0) break;
+    node = static_cast<uint32_t>(next);
     if (trie_[node].token >= 0) {
       best = k + 1 - i;
       *index = static_cast<size_t>(trie_[node].token);
@@ -130,12 +134,9 @@ bool AddedTokenMatcher::Straddles(std::string_view text, size_t p) const {
     // Any token (not just the longest) starting at i and ending after p.
     uint32_t node = 0;
     for (size_t k = i; k < text.size(); ++k) {
-      const auto& ch = trie_[node].children;
-      unsigned char c = static_cast<unsigned char>(text[k]);
-      auto it = std::lower_bound(ch.begin(), ch.end(), std::make_pair(c, 0u),
-                                 [](const auto& a, const auto& b) { return a.first < b.first; });
-      if (it == ch.end() || it->first != c) break;
-      node = it->second;
+      int32_t next = Child(node, static_cast<unsigned char>(text[k]));
+      if (next < 0) break;
+      node = static_cast<uint32_t>(next);
       if (trie_[node].token >= 0 && k + 1 > p) return true;
     }
   }

@@ -47,6 +47,8 @@ class AddedTokenMatcher {
   [[nodiscard]] size_t FirstOccurrence(std::string_view text, size_t from, size_t limit) const;
 
  private:
+  // The trie node after `node` on byte c, -1 if none.
+  int32_t Child(uint32_t node, unsigned char c) const;
   // Length of the longest token matching at text[i], 0 if none; *index its token.
   size_t LongestAt(std::string_view text, size_t i, size_t* index) const;
 

@@ -104,17 +104,10 @@ int RunBenchEncode(int argc, char** argv) {
   app.add_flag("--no-check", no_check, "skip the reference check (reported in the output)");
   app.add_option("--ref-script", ref_script, "reference encoder script");
   app.add_option("--node", node, "node executable");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);
   std::string error;
-  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
-  if (!tok) {
-    std::fprintf(stderr, "toktier bench encode: %s\n", error.c_str());
-    return 2;
-  }
+  auto tok = LoadTokenizerForCommand("bench encode", {tokenizer_path, encoding});
+  if (!tok) return 2;
   auto text_opt = ReadWholeFile(text_path, &error);
   if (!text_opt) {
     std::fprintf(stderr, "toktier bench encode: %s\n", error.c_str());

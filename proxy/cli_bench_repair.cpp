@@ -97,17 +97,10 @@ int RunBenchRepair(int argc, char** argv) {
   app.add_option("--appends", appends, "real calls replayed onto each context");
   app.add_option("--full-runs", full_runs, "runs of each full tokenization timing");
   app.add_flag("--no-hf", no_hf, "skip the HF (Node) full tokenization timing");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);
   std::string error;
-  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
-  if (!tok) {
-    std::fprintf(stderr, "toktier bench repair: %s\n", error.c_str());
-    return 2;
-  }
+  auto tok = LoadTokenizerForCommand("bench repair", {tokenizer_path, encoding});
+  if (!tok) return 2;
   // Load every session: final prompts (for building contexts) and real edits.
   std::vector<std::string> files;
   std::error_code ec;

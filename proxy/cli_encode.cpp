@@ -39,17 +39,9 @@ int RunEncode(int argc, char** argv) {
       ->required();
   app.add_option("--encoding", encoding, "encoding name for a raw .tiktoken rank file (e.g. cl100k_base)");
   app.add_flag("--add-special-tokens", add_special, "run the post-processor (BOS etc.) / allow special tokens");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  std::string error;
-  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
-  if (!tok) {
-    std::fprintf(stderr, "toktier encode: %s\n", error.c_str());
-    return 2;
-  }
+  CLI11_PARSE(app, argc, argv);
+  auto tok = LoadTokenizerForCommand("encode", {tokenizer_path, encoding});
+  if (!tok) return 2;
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
   size_t bad = core::FindInvalidUtf8(text);
   if (bad != std::string::npos) {
@@ -67,17 +59,9 @@ int RunInfo(int argc, char** argv) {
   std::string tokenizer_path, encoding;
   app.add_option("--tokenizer", tokenizer_path, "tokenizer file")->required();
   app.add_option("--encoding", encoding, "encoding name for a raw .tiktoken rank file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
-  std::string error;
-  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
-  if (!tok) {
-    std::fprintf(stderr, "toktier info: %s\n", error.c_str());
-    return 2;
-  }
+  CLI11_PARSE(app, argc, argv);
+  auto tok = LoadTokenizerForCommand("info", {tokenizer_path, encoding});
+  if (!tok) return 2;
   std::printf("version_hash: %s\n%s\n", tok->version_hash().c_str(), tok->Describe().c_str());
   return 0;
 }

@@ -39,17 +39,10 @@ int RunReplay(int argc, char** argv) {
   app.add_flag("--verify", verify, "also tokenize every step in full; exit 1 on the first difference");
   app.add_flag("--summary-only", quiet, "print only the final summary line, not the IDs of each step");
   app.add_option("session", session_path, "session .jsonl file")->required();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  CLI11_PARSE(app, argc, argv);
   std::string error;
-  auto tok = LoadTokenizerFile(tokenizer_path, encoding, &error);
-  if (!tok) {
-    std::fprintf(stderr, "toktier replay: %s\n", error.c_str());
-    return 2;
-  }
+  auto tok = LoadTokenizerForCommand("replay", {tokenizer_path, encoding});
+  if (!tok) return 2;
   std::vector<std::string> prompts;
   if (!ReadSessionPrompts(session_path, &prompts, &error)) {
     std::fprintf(stderr, "toktier replay: %s\n", error.c_str());

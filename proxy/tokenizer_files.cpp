@@ -1,6 +1,7 @@
 #include "proxy/tokenizer_files.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -29,6 +30,13 @@ std::shared_ptr<const core::Tokenizer> LoadTokenizerFile(const std::string& path
   core::Status st;
   auto tok = core::Tokenizer::FromBytes(*bytes, encoding_name, &st);
   if (!tok && error) *error = "cannot load tokenizer '" + path + "': " + st.message();
+  return tok;
+}
+
+std::shared_ptr<const core::Tokenizer> LoadTokenizerForCommand(const char* command, const TokenizerArgs& args) {
+  std::string error;
+  auto tok = LoadTokenizerFile(args.path, args.encoding, &error);
+  if (!tok) std::fprintf(stderr, "toktier %s: %s\n", command, error.c_str());
   return tok;
 }
 

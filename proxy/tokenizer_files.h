@@ -17,4 +17,14 @@ std::optional<std::string> ReadWholeFile(const std::string& path, std::string* e
 std::shared_ptr<const core::Tokenizer> LoadTokenizerFile(const std::string& path, const std::string& encoding_name,
                                                          std::string* error);
 
+// The tokenizer options shared by the subcommands.
+struct TokenizerArgs {
+  std::string path;
+  std::string encoding;
+};
+
+// Loads args.path for subcommand `command`; on failure prints
+// "toktier COMMAND: reason" to stderr and returns nullptr.
+std::shared_ptr<const core::Tokenizer> LoadTokenizerForCommand(const char* command, const TokenizerArgs& args);
+
 }  // namespace toktier::cli

@@ -23,6 +23,7 @@ struct HttpClient::Impl {
     if (sock && sock->is_open()) return true;
     sock = std::make_unique<tcp::socket>(ioc);
     buf.clear();
+    buf.reserve(64 * 1024);  // large responses in 64 KiB reads, not 512-byte ones
     beast::error_code ec;
     sock->connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port), ec);
     if (ec) {
