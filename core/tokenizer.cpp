@@ -23,7 +23,7 @@ std::atomic<uint64_t> g_next_instance{1};
 class PieceCache {
  public:
   static constexpr size_t kMaxPiece = 48;
-  static constexpr size_t kSlots = 1u << 16;
+  static constexpr size_t kSlots = 1u << 18;
 
   // Returns true and appends ids/lens when the piece is cached.
   bool Lookup(std::string_view piece, uint64_t h, std::vector<uint32_t>& ids, std::vector<uint32_t>* lens) const {
@@ -35,7 +35,7 @@ class PieceCache {
     return true;
   }
   void Store(std::string_view piece, uint64_t h, const uint32_t* ids, const uint32_t* lens, size_t count) {
-    if (keys_.size() > (8u << 20) || vals_.size() > (4u << 20)) Clear();
+    if (keys_.size() > (32u << 20) || vals_.size() > (16u << 20)) Clear();
     Slot& s = slots_[h & (kSlots - 1)];
     s.hash = h;
     s.key_off = static_cast<uint32_t>(keys_.size());
