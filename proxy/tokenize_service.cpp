@@ -210,6 +210,29 @@ void TokenizeService::Run(Worker* w) {
 }
 
 void TokenizeService::Process(Worker* w, Job& job) {
+  try {
+    ProcessOrThrow(w, job);
+  } catch (const std::exception& e) {
+    // Only the generic regex path can throw (PCRE2 resource limits on a
+    // pathological input), or an allocation. The text goes to the engine
+    // unchanged, which tokenizes it; the sessions this job touched are
+    // dropped because an update may have stopped half way.
+    std::fprintf(stderr, "toktier: tokenization failed (%s); forwarding the text unchanged\n", e.what());
+    for (const auto& key : job.keys) {
+      if (key.empty()) continue;
+      if (store_) store_->Erase(key);
+      w->serial.erase(key);
+    }
+    metrics_->counter(metrics::Id::kPassthrough, {"tokenizer_error"}).Inc();
+    TokenizeResult res;
+    res.session_key = job.keys.empty() ? std::string() : job.keys[0];
+    res.body.owners.push_back(job.body);
+    res.body.pieces.push_back(*job.body);
+    job.done(std::move(res));
+  }
+}
+
+void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
   const CompletionRequest& req = *job.req;
   const std::string& body = *job.body;
   TokenizeResult res;

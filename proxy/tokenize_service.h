@@ -116,6 +116,7 @@ class TokenizeService {
 
   void Run(Worker* w);
   void Process(Worker* w, Job& job);
+  void ProcessOrThrow(Worker* w, Job& job);
   // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
   std::shared_ptr<const std::string> TokenizeOne(Worker* w, Job& job, size_t item);
 
