@@ -1,4 +1,7 @@
 // Test helpers that need no doctest (shared with the fuzz targets).
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -26,6 +29,36 @@ std::string SharedWorkloadsDir() {
   std::filesystem::path p = std::string(TOKTIER_SHARED_DIR) + "/workloads";
   std::error_code ec;
   return std::filesystem::is_directory(p, ec) ? p.string() : std::string();
+}
+
+std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_and_args, const std::string& input) {
+  namespace fs = std::filesystem;
+  static int counter = 0;
+  std::string in_path = (fs::temp_directory_path() / ("toktier_node_in_" + std::to_string(getpid()) + "_" +
+                                                      std::to_string(counter++) + ".txt"))
+                            .string();
+  {
+    std::ofstream f(in_path, std::ios::binary);
+    f << input;
+  }
+  std::string cmd = "node " + std::string(TOKTIER_SOURCE_DIR) + "/tools/" + script_and_args + " < '" + in_path +
+                    "' 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return std::nullopt;
+  std::string buf;
+  char chunk[65536];
+  size_t n;
+  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf.append(chunk, n);
+  int rc = pclose(p);
+  fs::remove(in_path);
+  if (rc != 0) return std::nullopt;
+  std::vector<std::string> lines;
+  std::istringstream ss(buf);
+  std::string line;
+  while (std::getline(ss, line)) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
 }
 
 }  // namespace toktier::test

@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/core.h"
 
@@ -24,5 +25,9 @@ std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name);
 
 // The shared workloads folder if present ("" otherwise).
 std::string SharedWorkloadsDir();
+
+// Runs `node tools/SCRIPT ARGS` with `input` on stdin and returns its stdout
+// split into non-empty lines; nullopt when node or the script fails.
+std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_and_args, const std::string& input);
 
 }  // namespace toktier::test

@@ -17,20 +17,12 @@
 namespace {
 
 std::string RunReference(const std::string& tokenizer_path, const std::vector<std::string>& texts, bool special) {
-  std::string in_path = (std::filesystem::temp_directory_path() / "toktier_metaspace_in.jsonl").string();
-  {
-    std::ofstream out(in_path);
-    for (const auto& t : texts) out << nlohmann::json{{"text", t}, {"add_special_tokens", special}}.dump() << "\n";
-  }
-  std::string cmd = "node '" + std::string(TOKTIER_SOURCE_DIR) + "/tools/ref_encode.js' --tokenizer '" +
-                    tokenizer_path + "' < '" + in_path + "' 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return "";
+  std::string input;
+  for (const auto& t : texts) input += nlohmann::json{{"text", t}, {"add_special_tokens", special}}.dump() + "\n";
+  auto lines = toktier::test::RunNodeTool("ref_encode.js --tokenizer '" + tokenizer_path + "'", input);
   std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  if (pclose(p) != 0) return "";
+  if (!lines) return out;
+  for (const auto& line : *lines) out += line + "\n";
   return out;
 }
 

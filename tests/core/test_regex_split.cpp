@@ -68,28 +68,12 @@ std::string ToolsDir() { return std::string(TOKTIER_SOURCE_DIR) + "/tools"; }
 
 // Runs tools/ref_pretokenize.js over the requests; empty on failure.
 std::vector<Json> RunReference(const std::vector<Json>& requests) {
-  namespace fs = std::filesystem;
-  std::string in_path = (fs::temp_directory_path() / ("toktier_refpt_" + std::to_string(getpid()) + ".jsonl")).string();
-  {
-    std::ofstream f(in_path, std::ios::binary);
-    for (const auto& r : requests) f << r.dump(-1, ' ', false, Json::error_handler_t::strict) << '\n';
-  }
-  std::string cmd = "node " + ToolsDir() + "/ref_pretokenize.js < " + in_path;
-  FILE* p = popen(cmd.c_str(), "r");
+  std::string input;
+  for (const auto& r : requests) input += r.dump(-1, ' ', false, Json::error_handler_t::strict) + "\n";
+  auto lines = toktier::test::RunNodeTool("ref_pretokenize.js", input);
   std::vector<Json> out;
-  if (!p) return out;
-  std::string buf;
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf.append(chunk, n);
-  int rc = pclose(p);
-  std::remove(in_path.c_str());
-  if (rc != 0) return {};
-  std::istringstream lines(buf);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty()) out.push_back(Json::parse(line));
-  }
+  if (!lines) return out;
+  for (const auto& line : *lines) out.push_back(Json::parse(line));
   return out;
 }
 

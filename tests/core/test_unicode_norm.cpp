@@ -16,6 +16,7 @@
 
 #include "core/core.h"
 #include "core/normalizer.h"
+#include "core/unicode.h"
 #include "core/unicode_norm.h"
 #include "test_support.h"
 
@@ -46,23 +47,7 @@ NormalizerOp::Kind KindOf(Form f) {
   }
 }
 
-void Put(char32_t cp, std::string& out) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+void Put(char32_t cp, std::string& out) { toktier::core::unicode::AppendUtf8(cp, out); }
 std::string U8(const std::vector<char32_t>& cps) {
   std::string s;
   for (char32_t c : cps) Put(c, s);
@@ -102,29 +87,12 @@ struct Case {
 
 // Runs tools/ref_normalize.js; empty on failure.
 std::vector<std::string> RunReference(const std::vector<Case>& cases) {
-  namespace fs = std::filesystem;
-  std::string in_path =
-      (fs::temp_directory_path() / ("toktier_refnorm_" + std::to_string(getpid()) + ".jsonl")).string();
-  {
-    std::ofstream f(in_path, std::ios::binary);
-    for (const auto& c : cases) f << Json{{"form", FormName(c.form)}, {"text", c.text}}.dump() << '\n';
-  }
-  std::string cmd = "node " + std::string(TOKTIER_SOURCE_DIR) + "/tools/ref_normalize.js < " + in_path;
-  FILE* p = popen(cmd.c_str(), "r");
+  std::string input;
+  for (const auto& c : cases) input += Json{{"form", FormName(c.form)}, {"text", c.text}}.dump() + "\n";
+  auto lines = toktier::test::RunNodeTool("ref_normalize.js", input);
   std::vector<std::string> out;
-  if (!p) return out;
-  std::string buf;
-  char chunk[65536];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf.append(chunk, n);
-  int rc = pclose(p);
-  std::remove(in_path.c_str());
-  if (rc != 0) return {};
-  std::istringstream lines(buf);
-  std::string line;
-  while (std::getline(lines, line)) {
-    if (!line.empty()) out.push_back(Json::parse(line).get<std::string>());
-  }
+  if (!lines) return out;
+  for (const auto& line : *lines) out.push_back(Json::parse(line).get<std::string>());
   return out;
 }
 
@@ -332,28 +300,12 @@ TEST_CASE("unicode_norm: Qwen3 (NFC) encodes the divergent examples like the ref
       U8({'I', 0x1E08F, 0x334}),      U8({0x35F, 0x356, 0x1AC0}), U8({'x', 0x105D2, 0x307, ' ', 0x11935, 0x11930}),
       U8({'C', 0x301, 0x327, ' ', 'e', 0x301, 0x1100, 0x1161, 0x11A8}),
       U8({'a', 0x1E08F, 0x334, 0x301, 'b', 0x35F, 0x1AC0, 0x356, '.'})};
-  namespace fs = std::filesystem;
-  std::string in_path = (fs::temp_directory_path() / ("toktier_qwen_norm_" + std::to_string(getpid()) + ".jsonl")).string();
-  {
-    std::ofstream f(in_path, std::ios::binary);
-    for (const auto& s : texts) f << Json{{"text", s}}.dump() << '\n';
-  }
-  std::string cmd = "node " + std::string(TOKTIER_SOURCE_DIR) + "/tools/ref_encode.js --tokenizer " +
-                    toktier::test::TokenizerPath("qwen3") + " < " + in_path;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::string buf;
-  char chunk[4096];
-  size_t n;
-  while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf.append(chunk, n);
-  int rc = pclose(p);
-  std::remove(in_path.c_str());
-  REQUIRE(rc == 0);
-  std::istringstream lines(buf);
-  std::string line;
+  std::string input;
+  for (const auto& s : texts) input += Json{{"text", s}}.dump() + "\n";
+  auto lines = toktier::test::RunNodeTool("ref_encode.js --tokenizer " + toktier::test::TokenizerPath("qwen3"), input);
+  REQUIRE(lines.has_value());
   size_t i = 0;
-  while (std::getline(lines, line)) {
-    if (line.empty()) continue;
+  for (const auto& line : *lines) {
     REQUIRE(i < texts.size());
     auto ref = Json::parse(line).get<std::vector<uint32_t>>();
     std::vector<uint32_t> ids;
