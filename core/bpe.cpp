@@ -39,8 +39,10 @@ Status BpeModel::Init(std::vector<std::string> tokens, std::vector<bool> present
     std::snprintf(hex, sizeof hex, "<0x%02X>", b);
     fallback_ids_[b] = vocab_.Find(hex);
   }
-  all_fallback_bytes_ = std::all_of(std::begin(fallback_ids_), std::end(fallback_ids_),
-                                    [](uint32_t id) { return id != StringIdMap::kMissing; });
+  is_fallback_.assign(tokens_.size(), false);
+  for (uint32_t id : fallback_ids_) {
+    if (id != StringIdMap::kMissing) is_fallback_[id] = true;
+  }
   return Status::Ok();
 }
 
@@ -62,12 +64,7 @@ Status BpeModel::AddMerge(std::string_view left, std::string_view right, uint32_
   if (m == StringIdMap::kMissing) {
     return Status::Error("merge result missing from the vocab: '" + merged + "'");
   }
-  bool l_fb = false, r_fb = false;
-  for (int b = 0; b < 256; ++b) {
-    l_fb |= fallback_ids_[b] == l;
-    r_fb |= fallback_ids_[b] == r;
-  }
-  if (l_fb || r_fb) merges_touch_fallback_ = true;
+  if (is_fallback_[l] || is_fallback_[r]) merges_touch_fallback_ = true;
   merges_.Insert(l, r, MergeMap::Merge{rank, m});
   if (!options_.byte_units) {
     // Remember each adjacent unit pair inside the merged token; a position

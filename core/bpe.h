@@ -72,7 +72,7 @@ class BpeModel {
   MergeMap merges_;
   uint32_t byte_ids_[256];
   uint32_t fallback_ids_[256];
-  bool all_fallback_bytes_ = false;
+  std::vector<bool> is_fallback_;  // by id: a <0xXX> byte-fallback token
   bool merges_touch_fallback_ = false;
   // Adjacent-unit pairs occurring inside multi-unit tokens, keyed by the
   // concatenation of the two units.

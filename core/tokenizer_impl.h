@@ -67,7 +67,6 @@ class TokenizerImpl {
   [[nodiscard]] const AddedTokenMatcher& normalized_added() const { return norm_added_; }
   [[nodiscard]] bool format_is_tiktoken() const { return tiktoken_; }
   [[nodiscard]] bool repair_supported() const { return repair_supported_; }
-  [[nodiscard]] const std::string& repair_unsupported_reason() const { return repair_unsupported_reason_; }
 
   // --- Description ----------------------------------------------------------
   [[nodiscard]] const std::string& version_hash() const { return version_hash_; }
@@ -76,9 +75,6 @@ class TokenizerImpl {
   [[nodiscard]] const BpeModel& bpe() const { return bpe_; }
   [[nodiscard]] size_t vocab_size() const { return vocab_size_; }
   [[nodiscard]] std::string TokenBytes(uint32_t id) const;
-  [[nodiscard]] const Splitter* fast_splitter() const { return fast_.get(); }
-  [[nodiscard]] const Splitter* generic_splitter() const { return generic_.get(); }
-  [[nodiscard]] uint64_t instance_id() const { return instance_id_; }
 
   // --- Construction (loaders) ------------------------------------------------
   TokenizerFormat format_ = TokenizerFormat::kHuggingFaceJson;
