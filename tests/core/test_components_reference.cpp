@@ -26,6 +26,34 @@ std::string RunReference(const std::string& tokenizer_path, const std::vector<st
   return out;
 }
 
+// A synthetic tokenizer.json, written to a temp file for the reference and
+// loaded by toktier; the file goes away with the object.
+struct Synthetic {
+  Synthetic(const nlohmann::json& j, const std::string& name)
+      : path((std::filesystem::temp_directory_path() / ("toktier_" + name + ".json")).string()) {
+    std::ofstream(path) << j.dump();
+    toktier::core::Status st;
+    tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
+    REQUIRE_MESSAGE(st.ok(), st.message());
+  }
+  ~Synthetic() { std::filesystem::remove(path); }
+  std::string path;
+  std::shared_ptr<const toktier::core::Tokenizer> tok;
+};
+
+// Checks toktier's IDs for every text against the reference's.
+void CheckAgainstReference(const Synthetic& s, const std::vector<std::string>& texts, bool special) {
+  std::string ref = RunReference(s.path, texts, special);
+  REQUIRE_MESSAGE(!ref.empty(), "reference encoder failed");
+  std::string ours;
+  for (const auto& t : texts) {
+    std::vector<uint32_t> ids;
+    s.tok->Encode(t, special, ids);
+    ours += nlohmann::json(ids).dump() + "\n";
+  }
+  CHECK(ours == ref);
+}
+
 }  // namespace
 
 TEST_CASE("metaspace: prepend schemes and split match the reference") {
@@ -43,23 +71,11 @@ TEST_CASE("metaspace: prepend schemes and split match the reference") {
       j["normalizer"] = nullptr;
       j["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", "\xE2\x96\x81"},
                             {"prepend_scheme", scheme}, {"split", split}};
-      std::string path = (std::filesystem::temp_directory_path() /
-                          (std::string("toktier_metaspace_") + scheme + (split ? "_s" : "_n") + ".json")).string();
-      std::ofstream(path) << j.dump();
-      toktier::core::Status st;
-      auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
-      REQUIRE_MESSAGE(st.ok(), st.message());
+      Synthetic syn(j, std::string("metaspace_") + scheme + (split ? "_s" : "_n"));
+      const auto& tok = syn.tok;
       for (bool special : {false, true}) {
-        std::string ref = RunReference(path, texts, special);
-        REQUIRE_MESSAGE(!ref.empty(), "reference encoder failed");
-        std::string ours;
-        for (const auto& t : texts) {
-          std::vector<uint32_t> ids;
-          tok->Encode(t, special, ids);
-          ours += nlohmann::json(ids).dump() + "\n";
-        }
         INFO("scheme=" << scheme << " split=" << split << " special=" << special);
-        CHECK(ours == ref);
+        CheckAgainstReference(syn, texts, special);
         // Repair stays exact on top of it.
         toktier::core::TokenState state;
         std::string acc;
@@ -71,7 +87,6 @@ TEST_CASE("metaspace: prepend schemes and split match the reference") {
           CHECK(state.ids() == want);
         }
       }
-      std::filesystem::remove(path);
     }
   }
 }
@@ -86,21 +101,7 @@ TEST_CASE("byte-level add_prefix_space matches the reference") {
                                           "a<|eot_id|> b", "\n\nnewlines", "12345 numbers"};
   auto j = nlohmann::json::parse(*base);
   j["pre_tokenizer"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"use_regex", true}, {"trim_offsets", true}};
-  std::string path = (std::filesystem::temp_directory_path() / "toktier_bl_prefix.json").string();
-  std::ofstream(path) << j.dump();
-  toktier::core::Status st;
-  auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
-  REQUIRE_MESSAGE(st.ok(), st.message());
-  std::string ref = RunReference(path, texts, false);
-  REQUIRE(!ref.empty());
-  std::string ours;
-  for (const auto& t : texts) {
-    std::vector<uint32_t> ids;
-    tok->Encode(t, false, ids);
-    ours += nlohmann::json(ids).dump() + "\n";
-  }
-  CHECK(ours == ref);
-  std::filesystem::remove(path);
+  CheckAgainstReference(Synthetic(j, "bl_prefix"), texts, false);
 }
 
 TEST_CASE("BPE continuing_subword_prefix and end_of_word_suffix match the reference") {
@@ -123,21 +124,7 @@ TEST_CASE("BPE continuing_subword_prefix and end_of_word_suffix match the refere
         {"fuse_unk", true}}},
       {"pre_tokenizer", {{"type", "Whitespace"}}},
       {"added_tokens", nlohmann::json::array()}};
-  std::string path = (std::filesystem::temp_directory_path() / "toktier_prefix_suffix.json").string();
-  std::ofstream(path) << j.dump();
-  toktier::core::Status st;
-  auto tok = toktier::core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
-  REQUIRE_MESSAGE(st.ok(), st.message());
   const std::vector<std::string> texts = {"abc", "a b c", "cab abc cabc", "bc", "abcabc", "xyz", "axxb",
                                           "c a b", "aaa bbb ccc"};
-  std::string ref = RunReference(path, texts, false);
-  REQUIRE(!ref.empty());
-  std::string ours;
-  for (const auto& t : texts) {
-    std::vector<uint32_t> ids;
-    tok->Encode(t, false, ids);
-    ours += nlohmann::json(ids).dump() + "\n";
-  }
-  CHECK(ours == ref);
-  std::filesystem::remove(path);
+  CheckAgainstReference(Synthetic(j, "prefix_suffix"), texts, false);
 }
