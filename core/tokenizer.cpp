@@ -82,13 +82,9 @@ TokenizerImpl::TokenizerImpl() : instance_id_(g_next_instance.fetch_add(1)) {}
 void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,
                                  uint32_t part_begin, uint32_t part_end, Path path,
                                  std::vector<uint32_t>& ids, std::vector<uint32_t>* ends) const {
-  // Spans come back relative to the part; `pieces` is local because the
-  // generic splitter may call back into code that uses the thread scratch.
-  std::vector<Span> local;
-  std::vector<Span>& pieces = local;
   std::string_view part = norm.substr(part_begin, part_end - part_begin);
-  std::string prefixed;
   if (part.empty()) return;
+  std::vector<Span> pieces;  // relative to the part
   const Splitter* splitter = path == Path::kFast && fast_ ? fast_.get() : generic_.get();
   if (splitter == nullptr) {
     pieces.push_back(Span{0, static_cast<uint32_t>(part.size())});
