@@ -188,6 +188,11 @@ struct RepairOptions {
   // False forces a full tokenization on the generic (reference) path, e.g.
   // when the shadow verifier quarantined this tokenizer version.
   bool allow_fast_path = true;
+  // The caller's proof that new_text and the state's text agree on their
+  // first `known_common_prefix` bytes (e.g. both were unescaped from the same
+  // raw bytes); the comparison starts there. Must not exceed either length.
+  // Default 0 (compare everything).
+  size_t known_common_prefix = 0;
 };
 
 // Brings `state` to `new_text`: IDs equal to a full tokenization of new_text

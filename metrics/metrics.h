@@ -26,7 +26,7 @@ namespace toktier::metrics {
   X(kBackendHealthy, Gauge, "toktier_backend_healthy", "backend",                                                 \
     "1 while the backend passes active health checks, else 0")                                                     \
   X(kBackendRequests, Counter, "toktier_backend_requests_total", "outcome",                                       \
-    "Requests sent to backends by outcome (ok, connect_error, timeout, io_error, failover)")                       \
+    "Requests sent to backends by outcome (ok, connect_error, timeout, io_error, failover, cancelled)")            \
   X(kBackendTtfb, Histogram, "toktier_backend_ttfb_seconds", "",                                                  \
     "Time from sending a request to a backend to its first response byte")                                         \
   X(kFullTokenizations, Counter, "toktier_full_tokenizations_total", "reason",                                    \
@@ -39,7 +39,7 @@ namespace toktier::metrics {
   X(kOverloadPassthrough, Counter, "toktier_overload_passthrough_total", "",                                      \
     "Prompts forwarded as text because the tokenization queue was full")                                           \
   X(kPassthrough, Counter, "toktier_passthrough_total", "reason",                                                 \
-    "Completions forwarded unchanged (unknown_model, token_prompt, text_mode, invalid_utf8)")                      \
+    "Completions forwarded unchanged (unknown_model, token_prompt, text_mode, tokenizer_error)")                      \
   X(kRepairOutcomes, Counter, "toktier_repair_outcomes_total", "path",                                            \
     "Token state updates by path (unchanged, first_try, widened, full)")                                           \
   X(kRequestDuration, Histogram, "toktier_request_duration_seconds", "endpoint",                                  \

@@ -56,6 +56,9 @@ class Backends {
   // healthy ones first, by score; then the unhealthy ones (last resort).
   std::vector<Backend*> Rank(std::string_view model, std::string_view session_key) const;
   bool AnyHealthy() const;
+  // True when some model has its own pool (passthrough requests then need
+  // their body's "model" to be routed).
+  bool HasModelPools() const { return !model_pools_.empty(); }
 
   // One health + guard round now (tests).
   void CheckNow();

@@ -49,6 +49,19 @@ size_t ValueEnd(const char* base, const char* loc) {
   return end;
 }
 
+// The byte range of a string value's contents (between its quotes), without
+// unescaping it. raw_json_token() does not consume the value; the iteration
+// skips it afterwards.
+bool RawStringRange(od::value& v, const char* base, CompletionRequest::RawRange* r) {
+  std::string_view tok = v.raw_json_token();
+  while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\n' || tok.back() == '\r' || tok.back() == '\t'))
+    tok.remove_suffix(1);
+  if (tok.size() < 2 || tok.front() != '"' || tok.back() != '"') return false;
+  r->begin = static_cast<size_t>(tok.data() - base) + 1;
+  r->end = r->begin + tok.size() - 2;
+  return true;
+}
+
 }  // namespace
 
 size_t JsonPadding() { return simdjson::SIMDJSON_PADDING; }
@@ -105,11 +118,13 @@ bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, Req
       const char* start = v.raw_json_token().data();
       out->prompt_begin = static_cast<size_t>(start - base);
       if (t == od::json_type::string) {
-        std::string_view s;
-        if (v.get_string().get(s)) return Fail(error, "'prompt' is not a valid string.", "prompt");
-        if (s.empty()) return Fail(error, "'prompt' must not be empty.", "prompt");
+        CompletionRequest::RawRange r;
+        if (!RawStringRange(v, base, &r)) return Fail(error, "'prompt' is not a valid string.", "prompt");
+        if (r.begin == r.end) return Fail(error, "'prompt' must not be empty.", "prompt");
         out->kind = PromptKind::kString;
-        out->prompts.emplace_back(s);
+        out->prompts.push_back(r);
+        out->prompt_end = r.end + 1;  // the closing quote
+        continue;
       } else if (t == od::json_type::array) {
         od::array arr;
         if (v.get_array().get(arr)) return Fail(error, "'prompt' is not a valid array.", "prompt");
@@ -121,10 +136,10 @@ bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, Req
           if (el.type().get(et)) return Fail(error, "We could not parse the JSON body of your request.");
           ++n;
           if (et == od::json_type::string) {
-            std::string_view s;
-            if (el.get_string().get(s)) return Fail(error, "'prompt' is not a valid array.", "prompt");
-            if (s.empty()) return Fail(error, "'prompt' must not contain empty strings.", "prompt");
-            out->prompts.emplace_back(s);
+            CompletionRequest::RawRange r;
+            if (!RawStringRange(el, base, &r)) return Fail(error, "'prompt' is not a valid array.", "prompt");
+            if (r.begin == r.end) return Fail(error, "'prompt' must not contain empty strings.", "prompt");
+            out->prompts.push_back(r);
             ++strings;
           } else if (et == od::json_type::number) {
             int64_t x;
@@ -164,6 +179,25 @@ bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, Req
   if (!have_model) return Fail(error, "you must provide a model parameter", "model");
   if (!have_prompt) return Fail(error, "'prompt' is a required property", "prompt");
   return true;
+}
+
+std::string ModelOfJsonBody(const std::string& body) {
+  thread_local od::parser parser;
+  if (body.empty()) return "";
+  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) {
+    std::string copy;
+    copy.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+    copy.assign(body);
+    return ModelOfJsonBody(copy);
+  }
+  od::document doc;
+  od::object obj;
+  std::string_view model;
+  if (parser.iterate(body.data(), body.size(), body.capacity()).get(doc) || doc.get_object().get(obj) ||
+      obj.find_field_unordered("model").get_string().get(model)) {
+    return "";
+  }
+  return std::string(model);
 }
 
 std::string ErrorJson(const RequestError& e) {

@@ -2,6 +2,9 @@
 // request buffer). Only the fields the proxy needs are read; the prompt's
 // byte range in the original body is kept so the forwarded body is the
 // original bytes with the prompt value replaced (no re-serialization).
+// Prompt strings are not unescaped here (that is O(prompt) on the I/O
+// thread): their raw byte ranges go to the worker, which unescapes only what
+// changed since the session's previous request (proxy/json_string.h).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +20,14 @@ enum class PromptKind : uint8_t { kString, kStringList, kTokens };
 struct CompletionRequest {
   std::string model;
   PromptKind kind = PromptKind::kString;
-  std::vector<std::string> prompts;  // unescaped text (kString: one, kStringList: each)
+  // Raw (still escaped) contents of the prompt strings, between the quotes,
+  // as byte ranges of the body (kString: one, kStringList: each). The body's
+  // UTF-8 was validated; escapes are checked when they are unescaped.
+  struct RawRange {
+    size_t begin = 0;
+    size_t end = 0;
+  };
+  std::vector<RawRange> prompts;
   size_t prompt_begin = 0;           // byte range of the prompt value in the body
   size_t prompt_end = 0;
   bool has_add_special_tokens = false;
@@ -37,10 +47,20 @@ struct RequestError {
 // The padding simdjson needs after the body (reserve it in the body's capacity).
 size_t JsonPadding();
 
+// The raw contents of prompt string i.
+inline std::string_view RawPrompt(std::string_view body, const CompletionRequest& r, size_t i) {
+  return body.substr(r.prompts[i].begin, r.prompts[i].end - r.prompts[i].begin);
+}
+
 // Parses `body` (its capacity must exceed size() by JsonPadding(); the
 // bytes beyond size() are not modified). False and *error for malformed
 // JSON, wrong field types, a missing or empty prompt.
 bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, RequestError* error);
+
+// The top-level "model" string of a JSON object body ("" when the body is
+// not such an object): routes passthrough requests to the model's pool.
+// Same padding contract as ParseCompletionRequest.
+std::string ModelOfJsonBody(const std::string& body);
 
 // {"error": {"message", "type", "param", "code"}}.
 std::string ErrorJson(const RequestError& e);

@@ -8,6 +8,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
@@ -18,9 +19,12 @@
 #include <cassert>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <optional>
+#include <pthread.h>
 #include <random>
 #include <thread>
 
@@ -144,7 +148,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     model_.clear();
     status_ = 0;
     endpoint_ = "local";
-    t_start_ = Clock::now();
+    t_start_ = t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = Clock::now();
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
         ec == asio::error::connection_reset || ec == asio::error::eof) {
       return DoClose();
@@ -186,7 +190,28 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
 
   void DoReadBody() {
     stream_.expires_after(std::chrono::milliseconds(cfg().read_timeout_ms));
+    auto& req = parser_->get();
+    auto len = parser_->content_length();
+    if (len && *len > kReadChunk && !req.chunked()) return DoReadBodyDirect(*len);
     http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpConn::OnRead, shared_from_this()));
+  }
+
+  // A large body of known length is read straight into the body string: one
+  // copy (the kernel's) instead of socket -> buffer -> body, in reads as large
+  // as the socket has data for. Bytes after the body (a pipelined request)
+  // stay in buffer_.
+  void DoReadBodyDirect(size_t len) {
+    std::string& body = parser_->get().body();
+    body.resize(len);
+    const size_t have = std::min(buffer_.size(), len);
+    std::memcpy(body.data(), buffer_.data().data(), have);
+    buffer_.consume(have);
+    if (have == len) return HandleRequest();
+    asio::async_read(stream_, asio::buffer(body.data() + have, len - have),
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->DoClose();  // timeout, reset, or EOF before the body ended
+                       self->HandleRequest();
+                     });
   }
 
   void OnRead(beast::error_code ec, size_t) {
@@ -208,6 +233,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
 
   // ---- routing -----------------------------------------------------------
   void HandleRequest() {
+    t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = Clock::now();
     auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
     method_ = req.method();
@@ -254,9 +280,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     if (!model) return PassthroughCounted("unknown_model");
     if (creq->kind == PromptKind::kTokens) return PassthroughCounted("token_prompt");
     if (!model->ForwardIds()) return PassthroughCounted("text_mode");
-    for (const auto& p : creq->prompts) {
-      if (core::FindInvalidUtf8(p) != std::string::npos) return PassthroughCounted("invalid_utf8");
-    }
+    // The body's UTF-8 was validated by the parser; prompt escapes are checked
+    // by the worker as it unescapes them.
     SessionRef sref;
     std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
     sref.tenant = TokenizeService::TenantHash(auth);
@@ -272,6 +297,10 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     bool queued = srv_->service.Submit(model, body_, creq, sref, [self](TokenizeResult res) {
       // On a worker thread: back to the connection's strand.
       asio::post(self->strand_, [self, res = std::move(res)]() mutable {
+        if (!res.ok) {
+          return self->SendError(http::status::bad_request, "'prompt' is not a valid JSON string: " + res.error,
+                                 "invalid_request_error", "prompt", "completions", "client_error", false);
+        }
         self->Forward(std::move(res.body), res.session_key);
       });
     });
@@ -289,6 +318,11 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void Passthrough(std::string_view session_key) {
     auto& req = parser_->get();
     if (!body_) body_ = std::make_shared<std::string>(std::move(req.body()));
+    // Other /v1/ POSTs (chat, embeddings, /tokenize) go to their model's
+    // pool when models have their own.
+    if (model_.empty() && srv_->backends.HasModelPools() && method_ == http::verb::post) {
+      model_ = ModelOfJsonBody(*body_);
+    }
     ForwardBody fb;
     fb.pieces.push_back(*body_);
     fb.owners.push_back(body_);
@@ -306,6 +340,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
 
   // ---- forwarding to a backend -------------------------------------------
   void Forward(ForwardBody body, const std::string& session_key) {
+    t_tokenized_ = Clock::now();
+    WatchClient();
     fwd_ = std::move(body);
     ranking_ = srv_->backends.Rank(model_, session_key);
     attempt_ = 0;
@@ -419,7 +455,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       return SendError(http::status::bad_gateway, "The backend engine closed the connection: " + ec.message(),
                        "server_error", "", endpoint_, "bad_gateway", false);
     }
-    m().histogram(metrics::Id::kBackendTtfb).Observe(Seconds(t_sent_, Clock::now()));
+    t_up_header_ = Clock::now();
+    m().histogram(metrics::Id::kBackendTtfb).Observe(Seconds(t_sent_, t_up_header_));
     m().counter(metrics::Id::kBackendRequests, {"ok"}).Inc();
     auto& res = up_parser_->get();
     status_ = res.result_int();
@@ -506,12 +543,52 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     body_.reset();
     fwd_ = ForwardBody();
     if (!keep_alive_) return DoClose();
-    DoRead();
+    AfterWatch([this] { DoRead(); });
+  }
+
+  // ---- noticing a client that leaves while the backend works --------------
+  // A read on the client socket while the request is at the backend: EOF or
+  // an error means the client is gone, so the backend request is cancelled
+  // (its connection closed, as nginx does) instead of running to the end.
+  // Bytes that arrive instead are a pipelined request: they stay in buffer_.
+  // The read is raw (no beast timer), on the strand, and always finished
+  // before the connection reads or closes again (AfterWatch).
+  void WatchClient() {
+    if (watching_) return;
+    watching_ = true;
+    watch_armed_ = true;
+    stream_.socket().async_read_some(
+        buffer_.prepare(kReadChunk),
+        asio::bind_executor(strand_, [self = shared_from_this()](beast::error_code ec, size_t n) {
+          self->OnClientWatch(ec, n);
+        }));
+  }
+
+  void OnClientWatch(beast::error_code ec, size_t n) {
+    watching_ = false;
+    if (!ec) buffer_.commit(n);
+    if (after_watch_) {
+      auto next = std::move(after_watch_);
+      after_watch_ = nullptr;
+      return next();
+    }
+    if (ec && ec != asio::error::operation_aborted && watch_armed_) Abort("client_closed");
+  }
+
+  // Runs `next` once no watch read is pending (cancelling it).
+  void AfterWatch(std::function<void()> next) {
+    watch_armed_ = false;
+    if (!watching_) return next();
+    after_watch_ = std::move(next);
+    beast::error_code ec;
+    stream_.socket().cancel(ec);
   }
 
   void Abort(std::string_view outcome) {
+    watch_armed_ = false;
     Record(outcome);
     if (up_) {
+      if (outcome == "client_closed") m().counter(metrics::Id::kBackendRequests, {"cancelled"}).Inc();
       beast::error_code ec;
       up_->socket().shutdown(tcp::socket::shutdown_both, ec);
       up_->close();
@@ -559,8 +636,10 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       self->Record(self->outcome_);
       self->body_.reset();
       if (ec) return self->DoClose();
-      if (!self->keep_alive_) return self->DoLingerClose();
-      self->DoRead();
+      self->AfterWatch([s = self.get()] {
+        if (!s->keep_alive_) return s->DoLingerClose();
+        s->DoRead();
+      });
     });
   }
 
@@ -570,8 +649,14 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     m().counter(metrics::Id::kRequests, {endpoint_, outcome}).Inc();
     m().histogram(metrics::Id::kRequestDuration, {endpoint_}).Observe(Seconds(t_start_, Clock::now()));
     if (cfg().log_requests) {
-      std::fprintf(stderr, "toktier: %s %u %s %.3f ms\n", endpoint_.c_str(), status_, std::string(outcome).c_str(),
-                   Seconds(t_start_, Clock::now()) * 1e3);
+      auto ms = [](Clock::time_point a, Clock::time_point b) { return std::max(0.0, Seconds(a, b) * 1e3); };
+      const auto now = Clock::now();
+      std::fprintf(stderr,
+                   "toktier: %s %u %s %.3f ms (body %.3f, tokenize %.3f, forward %.3f, backend header %.3f, "
+                   "relay %.3f)\n",
+                   endpoint_.c_str(), status_, std::string(outcome).c_str(), ms(t_start_, now), ms(t_start_, t_body_),
+                   ms(t_body_, t_tokenized_), ms(t_tokenized_, t_sent_), ms(t_sent_, t_up_header_),
+                   ms(t_up_header_, now));
     }
   }
 
@@ -611,7 +696,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   std::string outcome_;
   std::string model_;
   unsigned status_ = 0;
-  Clock::time_point t_start_, t_sent_;
+  // Phases of the current request, for log_requests: header read, body
+  // read, tokenized (back on the strand), forwarded, backend header.
+  Clock::time_point t_start_, t_body_, t_tokenized_, t_sent_, t_up_header_;
   std::shared_ptr<std::string> body_;
 
   // Backend exchange.
@@ -629,6 +716,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   std::optional<http::response_serializer<http::buffer_body>> sr_;
   std::unique_ptr<char[]> relay_;
   std::unique_ptr<char[]> linger_buf_;
+  bool watching_ = false;     // a watch read is pending
+  bool watch_armed_ = false;  // its EOF/error would mean the client left
+  std::function<void()> after_watch_;
 };
 
 void Server::Impl::DoAccept() {
@@ -690,7 +780,12 @@ bool Server::Start(std::string* error) {
   s.bound_port = s.acceptor.local_endpoint(ec).port();
   s.work.emplace(s.ioc.get_executor());
   s.DoAccept();
-  for (int i = 0; i < std::max(1, s.config.io_threads); ++i) s.threads.emplace_back([&s] { s.ioc.run(); });
+  for (int i = 0; i < std::max(1, s.config.io_threads); ++i) {
+    s.threads.emplace_back([&s] {
+      pthread_setname_np(pthread_self(), "toktier-io");
+      s.ioc.run();
+    });
+  }
   return true;
 }
 

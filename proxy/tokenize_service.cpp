@@ -2,10 +2,12 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <pthread.h>
 
 #include "proxy/tokenizer_files.h"
 
@@ -98,7 +100,10 @@ void TokenizeService::Start() {
   for (int i = 0; i < n; ++i) workers_.push_back(std::make_unique<Worker>());
   for (auto& w : workers_) {
     Worker* wp = w.get();
-    w->thread = std::thread([this, wp] { Run(wp); });
+    w->thread = std::thread([this, wp] {
+      pthread_setname_np(pthread_self(), "toktier-worker");  // visible in top -H and perf
+      Run(wp);
+    });
   }
 }
 
@@ -154,7 +159,9 @@ bool TokenizeService::Submit(ModelRuntime* model, std::shared_ptr<const std::str
     } else if (config_.implicit_sessions && n == 1) {
       // Content addressing: the state sharing the deepest leading block.
       job.implicit[0] = true;
-      job.hashes[0] = SessionIndex::PrefixHashes(req->prompts[0], session.tenant);
+      // Hashes of the raw (escaped) bytes: no unescaping on the I/O thread,
+      // and one client escapes one conversation the same way every time.
+      job.hashes[0] = SessionIndex::PrefixHashes(RawPrompt(*body, *req, 0), session.tenant);
       if (!job.hashes[0].empty()) {
         SessionIndex::Match m = index_.Lookup(job.hashes[0]);
         // Continue that state only when the new prompt shares at least half
@@ -240,41 +247,77 @@ void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
   ForwardBody& fb = res.body;
   fb.owners.push_back(job.body);
   fb.pieces.push_back(std::string_view(body).substr(0, req.prompt_begin));
-  if (req.kind == PromptKind::kString) {
-    auto s = TokenizeOne(w, job, 0);
+  const bool list = req.kind != PromptKind::kString;
+  if (list) fb.pieces.push_back(kOpen);
+  for (size_t i = 0; i < req.prompts.size(); ++i) {
+    auto s = TokenizeOne(w, job, i, &res.error);
+    if (!s) {
+      // A bad escape: the client gets a 400; states of earlier items were
+      // updated with valid texts and stay.
+      res.ok = false;
+      res.body = ForwardBody();
+      return job.done(std::move(res));
+    }
+    if (i) fb.pieces.push_back(kComma);
     fb.pieces.push_back(kOpen);
     fb.pieces.push_back(*s);
     fb.pieces.push_back(kClose);
     fb.owners.push_back(std::move(s));
-  } else {
-    fb.pieces.push_back(kOpen);
-    for (size_t i = 0; i < req.prompts.size(); ++i) {
-      auto s = TokenizeOne(w, job, i);
-      if (i) fb.pieces.push_back(kComma);
-      fb.pieces.push_back(kOpen);
-      fb.pieces.push_back(*s);
-      fb.pieces.push_back(kClose);
-      fb.owners.push_back(std::move(s));
-    }
-    fb.pieces.push_back(kClose);
   }
+  if (list) fb.pieces.push_back(kClose);
   fb.pieces.push_back(std::string_view(body).substr(req.prompt_end));
   job.done(std::move(res));
 }
 
-std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& job, size_t item) {
+bool TokenizeService::UnescapePrompt(Worker* w, std::string_view raw, const core::TokenState* st, SerialCache* sc,
+                                     size_t* known_prefix, std::string* error) {
+  std::string& text = w->text;
+  text.clear();
+  *known_prefix = 0;
+  if (!sc) return UnescapeJsonString(raw, &text, 0, nullptr, error);
+  const bool valid = st && !sc->checkpoints.empty() && sc->state.lock().get() == st &&
+                     sc->raw_text_bytes == st->text().size();
+  size_t lcp = 0;
+  if (valid) {
+    lcp = CommonPrefixLength(sc->raw, raw);
+    // The last checkpoint inside the shared raw prefix (the first is 0:0).
+    auto it = std::upper_bound(sc->checkpoints.begin(), sc->checkpoints.end(), lcp,
+                               [](size_t x, const JsonStringCheckpoint& c) { return x < c.raw_offset; });
+    sc->checkpoints.erase(it, sc->checkpoints.end());
+    assert(!sc->checkpoints.empty() && sc->checkpoints.back().text_offset <= st->text().size());
+  } else {
+    sc->checkpoints.assign(1, JsonStringCheckpoint{});
+  }
+  const JsonStringCheckpoint from = sc->checkpoints.back();
+  if (valid) {
+    text.append(std::string_view(st->text()).substr(0, from.text_offset));
+    *known_prefix = from.text_offset;
+  }
+  bool ok = UnescapeJsonString(raw.substr(from.raw_offset), &text, from.raw_offset, &sc->checkpoints, error);
+  sc->raw.resize(lcp);
+  sc->raw.append(raw.substr(lcp));
+  sc->raw_text_bytes = 0;  // set once the state holds this text
+  if (!ok) sc->checkpoints.clear();
+  return ok;
+}
+
+std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& job, size_t item,
+                                                                std::string* error) {
   const CompletionRequest& req = *job.req;
-  const std::string& text = req.prompts[item];
+  const std::string_view raw = RawPrompt(*job.body, req, item);
   const core::Tokenizer& tok = *job.model->tokenizer;
   const bool add_special = req.has_add_special_tokens ? req.add_special_tokens : job.model->config.add_special_tokens;
   const std::string& key = job.keys[item];
   const std::string_view session_kind = job.implicit[item] ? "implicit" : "explicit";
   const std::string_view tenant_kind = job.anonymous ? "anonymous" : "authenticated";
   const bool quarantined = shadow_ && shadow_->IsQuarantined(tok.version_hash());
+  const std::string& text = w->text;
   auto t0 = Clock::now();
 
   if (key.empty() || !store_) {
     // Stateless: a full tokenization.
+    size_t known = 0;
+    if (!UnescapePrompt(w, raw, nullptr, nullptr, &known, error)) return nullptr;
     std::vector<uint32_t> ids;
     tok.Encode(text, add_special, ids);
     auto t1 = Clock::now();
@@ -292,14 +335,23 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
 
   store::LookupResult lr = store::LookupResult::kMiss;
   std::shared_ptr<core::TokenState> st = store_->Acquire(key, tok.version_hash(), &lr);
+  SerialCache& sc = w->serial[key];
+  w->serial_bytes -= std::min(w->serial_bytes, sc.Bytes());
+  size_t known_prefix = 0;
+  if (!UnescapePrompt(w, raw, st.get(), &sc, &known_prefix, error)) {
+    w->serial_bytes += sc.Bytes();
+    return nullptr;
+  }
   const bool hit = st != nullptr;
   metrics_->counter(metrics::Id::kStateLookups, {hit ? "hit" : "miss", session_kind, tenant_kind}).Inc();
   if (!st) st = std::make_shared<core::TokenState>();
   const size_t n_before = st->ids().size();
   core::RepairOptions opt;
   opt.allow_fast_path = !quarantined;
+  opt.known_common_prefix = known_prefix;
   core::RepairOutcome o = core::Repairer::Update(tok, *st, text, add_special, opt);
   auto t1 = Clock::now();
+  sc.raw_text_bytes = st->text().size();
   const std::string_view path = core::RepairPathName(o.path);
   metrics_->counter(metrics::Id::kRepairOutcomes, {path}).Inc();
   metrics_->histogram(metrics::Id::kTokenizationSeconds, {path}).Observe(Seconds(t0, t1));
@@ -310,25 +362,20 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
                       : o.path == core::RepairPath::kUnchanged ? text.size()
                                                                : o.sync_point;
   store_->Commit(key, st, kept_bytes);
-  if (job.implicit[item] && !job.hashes[item].empty()) index_.Record(job.hashes[item], key, text.size());
+  if (job.implicit[item] && !job.hashes[item].empty()) index_.Record(job.hashes[item], key, raw.size());
 
   // Serialized IDs: reuse the cached prefix when it belongs to this state.
-  SerialCache& sc = w->serial[key];
   const auto& ids = st->ids();
   size_t keep_tokens = 0;
   bool valid = sc.text && sc.state.lock() == st && sc.ntokens == n_before && o.path != core::RepairPath::kFull;
   if (valid) keep_tokens = o.path == core::RepairPath::kUnchanged ? n_before : std::min(o.kept_tokens, n_before);
   if (!valid) {
-    if (sc.text) w->serial_bytes -= std::min(w->serial_bytes, sc.text->capacity());
     sc.text = std::make_shared<std::string>();
     sc.text->reserve(ids.size() * 7);
     sc.chunk_offsets.clear();
   } else if (sc.text.use_count() > 1) {
     // Still being written to a backend: copy on write.
-    w->serial_bytes -= std::min(w->serial_bytes, sc.text->capacity());
     sc.text = std::make_shared<std::string>(*sc.text);
-  } else {
-    w->serial_bytes -= std::min(w->serial_bytes, sc.text->capacity());
   }
   // Truncate to the chunk holding keep_tokens, then write the rest.
   size_t chunk = keep_tokens / kChunk;
@@ -348,7 +395,7 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   }
   sc.state = st;
   sc.ntokens = ids.size();
-  w->serial_bytes += s.capacity();
+  w->serial_bytes += sc.Bytes();
   // SHADOW HOOK: sampled results are re-tokenized from scratch off the request path.
   if (shadow_ && !quarantined) shadow_->MaybeSubmit(job.model->tokenizer, text, add_special, ids);
   std::shared_ptr<const std::string> out = sc.text;

@@ -22,6 +22,7 @@
 #include "metrics/metrics.h"
 #include "proxy/completion_request.h"
 #include "proxy/config.h"
+#include "proxy/json_string.h"
 #include "proxy/session_index.h"
 #include "store/store.h"
 
@@ -56,6 +57,7 @@ struct SessionRef {
 
 struct TokenizeResult {
   bool ok = true;
+  std::string error;            // when !ok: a 400 message (an invalid escape in a prompt string)
   ForwardBody body;             // valid when ok
   std::string session_key;      // for backend affinity ("" = none)
 };
@@ -98,11 +100,22 @@ class TokenizeService {
     bool anonymous = true;
     Done done;
   };
+  // Per session, on its worker: what makes the next request proportional to
+  // its edit. Valid only while `state` is the live state it was made for.
   struct SerialCache {
     std::weak_ptr<core::TokenState> state;  // identity (no ABA: a live weak_ptr)
     size_t ntokens = 0;
     std::shared_ptr<std::string> text;  // "1,2,3"
     std::vector<uint32_t> chunk_offsets;  // offset of token i*kChunk (its leading comma)
+    // The raw (escaped) prompt the state's text was unescaped from, with
+    // checkpoints; raw_text_bytes is that text's size (a cheap identity check).
+    std::string raw;
+    std::vector<JsonStringCheckpoint> checkpoints;
+    size_t raw_text_bytes = 0;
+    size_t Bytes() const {
+      return (text ? text->capacity() : 0) + chunk_offsets.capacity() * 4 + raw.capacity() +
+             checkpoints.capacity() * sizeof(JsonStringCheckpoint);
+    }
   };
   struct Worker {
     std::mutex mu;
@@ -111,6 +124,7 @@ class TokenizeService {
     std::thread thread;
     std::unordered_map<std::string, SerialCache> serial;
     size_t serial_bytes = 0;
+    std::string text;  // scratch: the prompt being tokenized (capacity kept)
   };
   static constexpr size_t kChunk = 64;
 
@@ -118,7 +132,14 @@ class TokenizeService {
   void Process(Worker* w, Job& job);
   void ProcessOrThrow(Worker* w, Job& job);
   // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
-  std::shared_ptr<const std::string> TokenizeOne(Worker* w, Job& job, size_t item);
+  // nullptr and *error when the prompt string holds an invalid escape.
+  std::shared_ptr<const std::string> TokenizeOne(Worker* w, Job& job, size_t item, std::string* error);
+  // Unescapes prompt `raw` into w->text, from the last checkpoint inside the
+  // raw prefix it shares with the session's previous prompt when `sc` is
+  // valid for `st`; refreshes sc's raw copy and checkpoints. *known_prefix:
+  // the text bytes proven equal to st's text (the resumed checkpoint).
+  bool UnescapePrompt(Worker* w, std::string_view raw, const core::TokenState* st, SerialCache* sc,
+                      size_t* known_prefix, std::string* error);
 
   const Config& config_;
   metrics::Metrics* metrics_;

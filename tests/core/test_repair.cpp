@@ -33,8 +33,11 @@ struct Tally {
 };
 
 // Updates the state and checks it against a full tokenization.
-RepairOutcome Step(const Tokenizer& t, TokenState& st, const std::string& text, bool special, Tally& tally) {
-  RepairOutcome o = Repairer::Update(t, st, text, special);
+RepairOutcome Step(const Tokenizer& t, TokenState& st, const std::string& text, bool special, Tally& tally,
+                   size_t known_common_prefix = 0) {
+  toktier::core::RepairOptions opt;
+  opt.known_common_prefix = known_common_prefix;
+  RepairOutcome o = Repairer::Update(t, st, text, special, opt);
   std::vector<uint32_t> want, want_ends;
   t.EncodeWithEnds(text, special, want, want_ends);
   REQUIRE(st.text() == text);
@@ -160,7 +163,15 @@ TEST_CASE("repair: random edit sequences on real and adversarial text") {
           next = AdversarialText(rng, 100);
         }
         REQUIRE(toktier::core::FindInvalidUtf8(next) == std::string::npos);
-        Step(*t, st, next, special, tally);
+        // Half the steps pass a proven common prefix (any length up to the
+        // true one, also inside a character), as the proxy does.
+        size_t known = 0;
+        if (k % 2 == 1) {
+          size_t lcp = 0;
+          while (lcp < text.size() && lcp < next.size() && text[lcp] == next[lcp]) ++lcp;
+          known = rng() % (lcp + 1);
+        }
+        Step(*t, st, next, special, tally, known);
         text = next;
       }
     }

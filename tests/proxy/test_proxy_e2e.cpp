@@ -1,6 +1,9 @@
 // End to end through a live proxy and a mock engine on 127.0.0.1.
 #include <doctest/doctest.h>
 
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+
 #include <algorithm>
 #include <filesystem>
 #include <thread>
@@ -169,6 +172,50 @@ TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the b
   CHECK(engine.events_sent < 40);
 }
 
+TEST_CASE("proxy: a client that leaves before the backend answers cancels the backend request") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine;
+  engine.mode = MockMode::kStall;
+  engine.stall_ms = 3000;
+  Proxy p(TestConfig(engine));
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket sock(ioc);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), p.port()});
+    std::string body = CompletionBody("qwen3", "a long generation");
+    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    boost::asio::write(sock, boost::asio::buffer(req));
+    for (int i = 0; i < 200 && engine.requests_seen == 0; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(engine.requests_seen == 1);
+  }  // the client closes while the engine is still working
+  HttpClient metrics_client(p.port());
+  double cancelled = 0;
+  for (int i = 0; i < 100 && cancelled < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    cancelled = MetricValue(metrics_client.Request("GET", "/metrics", "").body,
+                            R"(toktier_backend_requests_total{outcome="cancelled"})");
+  }
+  CHECK(cancelled == 1);
+  // Noticed at once, not when the engine's answer came back 3 s later.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2000));
+  std::string metrics = metrics_client.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(metrics, R"(toktier_requests_total{endpoint="completions",outcome="client_closed"})") == 1);
+  // A pipelined second request on one connection is not mistaken for a leave.
+  engine.mode = MockMode::kOk;
+  std::string b1 = CompletionBody("qwen3", "first"), b2 = CompletionBody("qwen3", "second");
+  auto one = [](const std::string& b) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
+  };
+  HttpClient raw(p.port());
+  std::string out = raw.Raw(one(b1) + one(b2), 1500);
+  size_t first = out.find("HTTP/1.1 200"), second = out.find("HTTP/1.1 200", first + 1);
+  CHECK(first != std::string::npos);
+  CHECK(second != std::string::npos);
+}
+
 TEST_CASE("proxy: passthrough is byte-exact") {
   MockEngine engine;
   auto cfg = TestConfig(engine);
@@ -234,6 +281,21 @@ TEST_CASE("proxy: errors") {
   check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":""})"), 400, "prompt");
   check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":[]})"), 400, "prompt");
   check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":["a",1]})"), 400, "prompt");
+  // Prompt strings are unescaped by the worker (not the parser): its errors
+  // are 400s too, for plain and session requests, items of a list included.
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":"a\qb"})"), 400, "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":"\ud800 lone"})"), 400,
+              "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":"\u12G4"})"), 400, "prompt");
+  // A raw control character is invalid JSON (the parser rejects the body).
+  check_error(client.Request("POST", "/v1/completions", std::string(R"({"model":"qwen3","prompt":"a)") + '\x01' +
+                                                             R"(b"})"),
+              400);
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":["ok","bad\x"]})"), 400,
+              "prompt");
+  check_error(client.Request("POST", "/v1/completions", R"({"model":"qwen3","prompt":"bad\x"})",
+                             {{"X-Session-Id", "err-session"}}),
+              400, "prompt");
   check_error(client.Request("GET", "/nope", ""), 404);
   CHECK(engine.Requests().empty());  // none of these reached the engine
   {
@@ -419,6 +481,37 @@ TEST_CASE("proxy: failover to a healthy backend; rendezvous affinity") {
   }
   CHECK(a.Requests().size() > 5);
   CHECK(b.Requests().size() > 5);
+}
+
+}  // namespace toktier::test
+
+namespace toktier::test {
+
+TEST_CASE("proxy: passthrough requests go to their model's own pool") {
+  if (!TokenizersPresent()) return;
+  MockEngine shared_pool, qwen_pool;
+  auto cfg = TestConfig(shared_pool);
+  for (auto& m : cfg.models) {
+    if (m.name == "qwen3") m.backends = {qwen_pool.url()};
+  }
+  cfg.models[0].aliases = {"Qwen/Qwen3-8B"};
+  Proxy p(cfg);
+  HttpClient client(p.port());
+  const std::string chat = R"({"messages":[{"role":"user","content":"hi"}],"model":"Qwen/Qwen3-8B"})";
+  REQUIRE(client.Request("POST", "/v1/chat/completions", chat).status == 200);
+  REQUIRE(client.Request("POST", "/tokenize", R"({"model":"qwen3","prompt":"hi"})").status == 404);
+  REQUIRE(client.Request("POST", "/v1/chat/completions", R"({"model":"llama3","messages":[]})").status == 200);
+  REQUIRE(client.Request("POST", "/v1/embeddings", "not json").status == 200);  // echo path of the mock
+  REQUIRE(client.Request("GET", "/v1/models", "").status == 200);
+  auto targets = [](MockEngine& e) {
+    std::vector<std::string> out;
+    for (const auto& r : e.Requests()) out.push_back(r.target);
+    return out;
+  };
+  CHECK(targets(qwen_pool) == std::vector<std::string>{"/v1/chat/completions", "/tokenize"});
+  CHECK(targets(shared_pool) == std::vector<std::string>{"/v1/chat/completions", "/v1/embeddings", "/v1/models"});
+  // Byte for byte, also when routed by the body.
+  CHECK(qwen_pool.Requests()[0].body == chat);
 }
 
 }  // namespace toktier::test
