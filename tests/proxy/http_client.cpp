@@ -4,7 +4,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <poll.h>
+#include <sys/socket.h>
+
 #include <algorithm>
+#include <array>
+#include <cerrno>
 
 namespace toktier::test {
 namespace {
@@ -86,6 +91,36 @@ HttpResponse HttpClient::Request(const std::string& method, const std::string& t
   return out;
 }
 
+HttpResponse HttpClient::Post(std::string_view target, std::string_view body, std::string_view extra_headers) {
+  HttpResponse out;
+  if (!impl_->Connect(&out.error)) return out;
+  std::string head;
+  head.reserve(128 + target.size() + extra_headers.size());
+  head.append("POST ").append(target).append(" HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n");
+  head.append("Content-Length: ").append(std::to_string(body.size())).append("\r\n");
+  head.append(extra_headers).append("\r\n");
+  const std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body.data(), body.size())};
+  beast::error_code ec;
+  asio::write(*impl_->sock, bufs, ec);
+  if (ec) {
+    out.error = ec.message();
+    impl_->sock.reset();
+    return out;
+  }
+  http::response_parser<http::string_body> p;
+  p.body_limit(1ull << 31);
+  http::read(*impl_->sock, impl_->buf, p, ec);
+  if (ec) {
+    out.error = ec.message();
+    impl_->sock.reset();
+    return out;
+  }
+  out.status = static_cast<int>(p.get().result_int());
+  out.body = std::move(p.get().body());
+  if (!p.get().keep_alive()) impl_->sock.reset();
+  return out;
+}
+
 HttpResponse HttpClient::Stream(const std::string& target, const std::string& body,
                                 const std::map<std::string, std::string>& headers, int max_pieces) {
   HttpResponse out;
@@ -140,14 +175,24 @@ std::string HttpClient::Raw(const std::string& bytes, int timeout_ms) {
   if (!impl_->Connect(&err)) return "";
   beast::error_code ec;
   asio::write(*impl_->sock, asio::buffer(bytes), ec);
-  struct timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-  ::setsockopt(impl_->sock->native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  // poll + recv with a deadline: asio's blocking read_some retries on
+  // EAGAIN, so SO_RCVTIMEO would never end a read from a peer that keeps the
+  // connection open (keep-alive, pipelining).
+  const int fd = impl_->sock->native_handle();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string out;
   char b[4096];
   for (;;) {
-    size_t n = impl_->sock->read_some(asio::buffer(b), ec);
-    if (ec) break;
-    out.append(b, n);
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd pfd{fd, POLLIN, 0};
+    int pr = ::poll(&pfd, 1, static_cast<int>(left.count()));
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) break;
+    ssize_t n = ::recv(fd, b, sizeof b, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) break;
+    out.append(b, static_cast<size_t>(n));
   }
   impl_->sock.reset();
   return out;

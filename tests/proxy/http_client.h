@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace toktier::test {
@@ -26,6 +27,11 @@ class HttpClient {
   ~HttpClient();
   HttpResponse Request(const std::string& method, const std::string& target, const std::string& body,
                        const std::map<std::string, std::string>& headers = {});
+  // POST of an application/json body for the load generator: the body is
+  // written in place (head and body in one gather write, no copy), so a 1 MB
+  // prompt costs the harness one kernel copy. `extra_headers` is raw
+  // "Name: value\r\n" lines. Response headers are not collected.
+  HttpResponse Post(std::string_view target, std::string_view body, std::string_view extra_headers = {});
   // Reads the response body piece by piece; stops after max_pieces pieces
   // (then closes the connection) when max_pieces > 0.
   HttpResponse Stream(const std::string& target, const std::string& body,
