@@ -300,7 +300,7 @@ struct TempDir {
 };
 
 std::string ProxyConfig(uint16_t port, int io_threads, int workers, const std::string& engine_url,
-                        const std::string& tokenizer, bool state, const std::string& data_dir) {
+                        const std::string& tokenizer, bool state, const std::string& data_dir, bool log_requests) {
   nlohmann::json c = {
       {"listen", "127.0.0.1"},
       {"port", port},
@@ -312,6 +312,7 @@ std::string ProxyConfig(uint16_t port, int io_threads, int workers, const std::s
       {"models", {{{"name", std::string(kModel)}, {"tokenizer", tokenizer}}}},
       {"state", state},
       {"shadow_sample_rate", 0},
+      {"log_requests", log_requests},
       {"guard", {{"enabled", false}}},
       {"health", {{"path", "/health"}, {"interval_ms", 1000}}},
       // A benchmark of the RocksDB deployment must not silently fall back to
@@ -513,6 +514,9 @@ int main(int argc, char** argv) {
   app.add_option("--bisect-steps", bisect_steps, "bisection steps after the first failing rate");
   app.add_flag("--pin,!--no-pin", pin, "pin the proxies to one CPU and this process to another");
   app.add_flag("--skip-stateless-large", skip_stateless_large, "skip the stateless mode above 500K chars");
+  std::string log_dir;
+  app.add_option("--log-dir", log_dir,
+                 "keep the proxies' logs here, with one line per request and its phases (log_requests)");
   CLI11_PARSE(app, argc, argv);
   if (seconds <= 0 || max_rate <= 0 || latency_requests <= 0 || think_ms < 0) {
     std::fprintf(stderr, "loadgen: --seconds, --max-rate, --latency-requests must be positive\n");
@@ -596,9 +600,11 @@ int main(int argc, char** argv) {
       uint16_t port = FreePort();
       std::string cfg_path = tmp.path + "/" + sp.name + ".json";
       std::string data_dir = sp.state ? tmp.path + "/data" : "";
-      std::ofstream(cfg_path) << ProxyConfig(port, io_threads, workers, engine.url(), tokenizer, sp.state, data_dir);
+      std::ofstream(cfg_path) << ProxyConfig(port, io_threads, workers, engine.url(), tokenizer, sp.state, data_dir,
+                                             !log_dir.empty());
       std::string err;
-      if (!port || !sp.p->Start(sp.name, toktier_bin, cfg_path, tmp.path + "/" + sp.name + ".log", port, proxy_cpu,
+      const std::string log_path = (log_dir.empty() ? tmp.path : log_dir) + "/" + sp.name + ".log";
+      if (!port || !sp.p->Start(sp.name, toktier_bin, cfg_path, log_path, port, proxy_cpu,
                                 &err)) {
         std::fprintf(stderr, "loadgen: starting %s: %s\n", sp.name, port ? err.c_str() : "no free port");
         return 1;

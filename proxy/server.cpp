@@ -148,7 +148,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     model_.clear();
     status_ = 0;
     endpoint_ = "local";
-    t_start_ = t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = Clock::now();
+    t_start_ = t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = t_parsed_ = t_worker_start_ = t_worker_end_ =
+        Clock::now();
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
         ec == asio::error::connection_reset || ec == asio::error::eof) {
       return DoClose();
@@ -233,7 +234,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
 
   // ---- routing -----------------------------------------------------------
   void HandleRequest() {
-    t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = Clock::now();
+    t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = t_parsed_ = t_worker_start_ = t_worker_end_ = Clock::now();
     auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
     method_ = req.method();
@@ -271,7 +272,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     body_ = std::make_shared<std::string>(std::move(req.body()));
     auto creq = std::make_shared<CompletionRequest>();
     RequestError err;
-    if (!ParseCompletionRequest(*body_, creq.get(), &err)) {
+    const bool parsed = ParseCompletionRequest(*body_, creq.get(), &err);
+    t_parsed_ = Clock::now();
+    if (!parsed) {
       return SendError(static_cast<http::status>(err.status), err.message, err.type, err.param, "completions",
                        "client_error", false);
     }
@@ -301,6 +304,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
           return self->SendError(http::status::bad_request, "'prompt' is not a valid JSON string: " + res.error,
                                  "invalid_request_error", "prompt", "completions", "client_error", false);
         }
+        self->t_worker_start_ = res.worker_start;
+        self->t_worker_end_ = res.worker_end;
         self->Forward(std::move(res.body), res.session_key);
       });
     });
@@ -652,11 +657,12 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
       auto ms = [](Clock::time_point a, Clock::time_point b) { return std::max(0.0, Seconds(a, b) * 1e3); };
       const auto now = Clock::now();
       std::fprintf(stderr,
-                   "toktier: %s %u %s %.3f ms (body %.3f, tokenize %.3f, forward %.3f, backend header %.3f, "
-                   "relay %.3f)\n",
+                   "toktier: %s %u %s %.3f ms (body %.3f, tokenize %.3f [parse %.3f, queue %.3f, worker %.3f, "
+                   "return %.3f], forward %.3f, backend header %.3f, relay %.3f)\n",
                    endpoint_.c_str(), status_, std::string(outcome).c_str(), ms(t_start_, now), ms(t_start_, t_body_),
-                   ms(t_body_, t_tokenized_), ms(t_tokenized_, t_sent_), ms(t_sent_, t_up_header_),
-                   ms(t_up_header_, now));
+                   ms(t_body_, t_tokenized_), ms(t_body_, t_parsed_), ms(t_parsed_, t_worker_start_),
+                   ms(t_worker_start_, t_worker_end_), ms(t_worker_end_, t_tokenized_), ms(t_tokenized_, t_sent_),
+                   ms(t_sent_, t_up_header_), ms(t_up_header_, now));
     }
   }
 
@@ -699,6 +705,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   // Phases of the current request, for log_requests: header read, body
   // read, tokenized (back on the strand), forwarded, backend header.
   Clock::time_point t_start_, t_body_, t_tokenized_, t_sent_, t_up_header_;
+  Clock::time_point t_parsed_, t_worker_start_, t_worker_end_;  // inside the tokenize phase
   std::shared_ptr<std::string> body_;
 
   // Backend exchange.

@@ -243,6 +243,7 @@ void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
   const CompletionRequest& req = *job.req;
   const std::string& body = *job.body;
   TokenizeResult res;
+  res.worker_start = Clock::now();
   res.session_key = job.keys[0];
   ForwardBody& fb = res.body;
   fb.owners.push_back(job.body);
@@ -266,17 +267,20 @@ void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
   }
   if (list) fb.pieces.push_back(kClose);
   fb.pieces.push_back(std::string_view(body).substr(req.prompt_end));
+  res.worker_end = Clock::now();
   job.done(std::move(res));
 }
 
 bool TokenizeService::UnescapePrompt(Worker* w, std::string_view raw, const core::TokenState* st, SerialCache* sc,
                                      size_t* known_prefix, std::string* error) {
-  std::string& text = w->text;
-  text.clear();
   *known_prefix = 0;
-  if (!sc) return UnescapeJsonString(raw, &text, 0, nullptr, error);
+  if (!sc) {
+    w->text.clear();
+    return UnescapeJsonString(raw, &w->text, 0, nullptr, error);
+  }
+  std::string& text = sc->prompt_text;
   const bool valid = st && !sc->checkpoints.empty() && sc->state.lock().get() == st &&
-                     sc->raw_text_bytes == st->text().size();
+                     sc->raw_text_bytes == st->text().size() && text.size() == st->text().size();
   size_t lcp = 0;
   if (valid) {
     lcp = CommonPrefixLength(sc->raw, raw);
@@ -284,20 +288,23 @@ bool TokenizeService::UnescapePrompt(Worker* w, std::string_view raw, const core
     auto it = std::upper_bound(sc->checkpoints.begin(), sc->checkpoints.end(), lcp,
                                [](size_t x, const JsonStringCheckpoint& c) { return x < c.raw_offset; });
     sc->checkpoints.erase(it, sc->checkpoints.end());
-    assert(!sc->checkpoints.empty() && sc->checkpoints.back().text_offset <= st->text().size());
+    assert(!sc->checkpoints.empty() && sc->checkpoints.back().text_offset <= text.size());
   } else {
     sc->checkpoints.assign(1, JsonStringCheckpoint{});
   }
   const JsonStringCheckpoint from = sc->checkpoints.back();
-  if (valid) {
-    text.append(std::string_view(st->text()).substr(0, from.text_offset));
-    *known_prefix = from.text_offset;
-  }
+  // prompt_text equals the state's text, so its prefix up to the checkpoint
+  // is the new text's prefix too: truncate and unescape the rest.
+  text.resize(from.text_offset);
+  *known_prefix = from.text_offset;
   bool ok = UnescapeJsonString(raw.substr(from.raw_offset), &text, from.raw_offset, &sc->checkpoints, error);
   sc->raw.resize(lcp);
   sc->raw.append(raw.substr(lcp));
   sc->raw_text_bytes = 0;  // set once the state holds this text
-  if (!ok) sc->checkpoints.clear();
+  if (!ok) {
+    sc->checkpoints.clear();
+    text.clear();
+  }
   return ok;
 }
 
@@ -311,10 +318,10 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   const std::string_view session_kind = job.implicit[item] ? "implicit" : "explicit";
   const std::string_view tenant_kind = job.anonymous ? "anonymous" : "authenticated";
   const bool quarantined = shadow_ && shadow_->IsQuarantined(tok.version_hash());
-  const std::string& text = w->text;
   auto t0 = Clock::now();
 
   if (key.empty() || !store_) {
+    const std::string& text = w->text;
     // Stateless: a full tokenization.
     size_t known = 0;
     if (!UnescapePrompt(w, raw, nullptr, nullptr, &known, error)) return nullptr;
@@ -342,6 +349,7 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
     w->serial_bytes += sc.Bytes();
     return nullptr;
   }
+  const std::string& text = sc.prompt_text;
   const bool hit = st != nullptr;
   metrics_->counter(metrics::Id::kStateLookups, {hit ? "hit" : "miss", session_kind, tenant_kind}).Inc();
   if (!st) st = std::make_shared<core::TokenState>();

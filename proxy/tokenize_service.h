@@ -6,6 +6,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -60,6 +61,8 @@ struct TokenizeResult {
   std::string error;            // when !ok: a 400 message (an invalid escape in a prompt string)
   ForwardBody body;             // valid when ok
   std::string session_key;      // for backend affinity ("" = none)
+  // When the worker took the job and finished it (request phase logging).
+  std::chrono::steady_clock::time_point worker_start, worker_end;
 };
 
 class TokenizeService {
@@ -108,13 +111,16 @@ class TokenizeService {
     std::shared_ptr<std::string> text;  // "1,2,3"
     std::vector<uint32_t> chunk_offsets;  // offset of token i*kChunk (its leading comma)
     // The raw (escaped) prompt the state's text was unescaped from, with
-    // checkpoints; raw_text_bytes is that text's size (a cheap identity check).
+    // checkpoints, and that text itself (equal to the state's text while
+    // valid; edited in place, so a continuation copies no megabyte-sized
+    // prefix); raw_text_bytes is its size when the state took it.
     std::string raw;
     std::vector<JsonStringCheckpoint> checkpoints;
+    std::string prompt_text;
     size_t raw_text_bytes = 0;
     size_t Bytes() const {
       return (text ? text->capacity() : 0) + chunk_offsets.capacity() * 4 + raw.capacity() +
-             checkpoints.capacity() * sizeof(JsonStringCheckpoint);
+             checkpoints.capacity() * sizeof(JsonStringCheckpoint) + prompt_text.capacity();
     }
   };
   struct Worker {
@@ -134,10 +140,11 @@ class TokenizeService {
   // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
   // nullptr and *error when the prompt string holds an invalid escape.
   std::shared_ptr<const std::string> TokenizeOne(Worker* w, Job& job, size_t item, std::string* error);
-  // Unescapes prompt `raw` into w->text, from the last checkpoint inside the
-  // raw prefix it shares with the session's previous prompt when `sc` is
-  // valid for `st`; refreshes sc's raw copy and checkpoints. *known_prefix:
-  // the text bytes proven equal to st's text (the resumed checkpoint).
+  // Unescapes prompt `raw` into sc->prompt_text (w->text without a session),
+  // from the last checkpoint inside the raw prefix it shares with the
+  // session's previous prompt when `sc` is valid for `st`; refreshes sc's raw
+  // copy and checkpoints. *known_prefix: the text bytes proven equal to st's
+  // text (the resumed checkpoint).
   bool UnescapePrompt(Worker* w, std::string_view raw, const core::TokenState* st, SerialCache* sc,
                       size_t* known_prefix, std::string* error);
 
