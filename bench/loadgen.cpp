@@ -19,6 +19,9 @@
 //   its base history before the append: an agent-style edit of the tail that
 //   the proxy repairs like any continuation, and which keeps the measured
 //   context size fixed over a long sweep.
+// - Before timing, a continuation of four sessions through each proxy must
+//   reach the engine as the reference IDs of its prompt (core's full
+//   tokenization, which the differential suite ties to HF tokenizers).
 // - Added latency: closed loop at a low rate; request k's body goes to the
 //   engine directly, then to the proxy, then to the stateless proxy, back to
 //   back with a short think time, so all modes see the same machine
@@ -71,6 +74,7 @@
 #include "http_client.h"
 #include "mock_engine.h"
 #include "proxy/session_file.h"
+#include "proxy/tokenizer_files.h"
 
 #ifndef TOKTIER_BINARY
 #define TOKTIER_BINARY "toktier"
@@ -547,6 +551,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loadgen: tokenizer %s not found (set --tokenizer)\n", tokenizer.c_str());
     return 2;
   }
+  std::string tok_error;
+  std::shared_ptr<const toktier::core::Tokenizer> tok = toktier::cli::LoadTokenizerFile(tokenizer, "", &tok_error);
+  if (!tok) {
+    std::fprintf(stderr, "loadgen: %s\n", tok_error.c_str());
+    return 2;
+  }
   if (access(toktier_bin.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "loadgen: toktier binary %s not executable (set --toktier)\n", toktier_bin.c_str());
     return 2;
@@ -647,6 +657,37 @@ int main(int argc, char** argv) {
           return 1;
         }
       }
+    }
+    // Check before timing: a continuation of some sessions through each
+    // proxy must reach the engine as the reference IDs of its prompt.
+    {
+      engine.set_record(true);
+      size_t checked = 0;
+      for (size_t ti = 1; ti < sum.targets.size(); ++ti) {
+        HttpClient c(sum.targets[ti].port);
+        for (size_t si = 0; si < sessions.size() && si < 4; ++si) {
+          Session probe = sessions[si];
+          Advance(probe, appends);
+          engine.ClearRequests();
+          HttpResponse r = c.Post(kTarget, probe.body, probe.header);
+          auto got = engine.Requests();
+          std::string prompt = nlohmann::json::parse(probe.body)["prompt"].get<std::string>();
+          std::vector<uint32_t> want;
+          tok->Encode(prompt, /*add_special_tokens=*/true, want);
+          if (r.status != 200 || got.size() != 1 ||
+              nlohmann::json::parse(got[0].body)["prompt"].get<std::vector<uint32_t>>() != want) {
+            std::fprintf(stderr, "loadgen: %s forwarded IDs that differ from the reference (session %zu)\n",
+                         sum.targets[ti].name.c_str(), si);
+            return 1;
+          }
+          ++checked;
+        }
+      }
+      // The proxies now hold these continuations: the sessions take them too.
+      for (size_t si = 0; si < sessions.size() && si < 4; ++si) Advance(sessions[si], appends);
+      engine.set_record(false);
+      engine.ClearRequests();
+      std::fprintf(stderr, "loadgen: %zu chars: IDs of %zu continuations equal the reference\n", context, checked);
     }
     std::fprintf(stderr, "loadgen: %zu chars: %d interleaved closed-loop requests per mode\n", context,
                  latency_requests);

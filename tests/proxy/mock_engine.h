@@ -47,7 +47,9 @@ class MockEngine {
   std::function<std::vector<uint32_t>(const std::string& prompt, bool add_special)> tokenize;
   std::mutex tokenize_mu;
 
-  // Observations.
+  // Observations (only while recording; the load generator records only
+  // while it checks the IDs, then measures without the copies).
+  void set_record(bool on) { record_ = on; }
   std::vector<MockRequest> Requests();
   void ClearRequests();
   std::atomic<int> events_sent{0};
@@ -61,7 +63,7 @@ class MockEngine {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   uint16_t port_ = 0;
-  bool record_;
+  std::atomic<bool> record_;
   friend struct Impl;
 };
 

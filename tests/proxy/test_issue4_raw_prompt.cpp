@@ -22,7 +22,7 @@ TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
                                         "\r\n", "<|im_start|>user\n", "\x01"};
   auto piece = [&] { return std::string(kPieces[rng() % (sizeof kPieces / sizeof kPieces[0])]); };
   std::string text;
-  while (text.size() < 40000) text += piece();
+  while (text.size() < 120000) text += piece();  // over 64 KiB: the direct body read
   size_t steps = 0;
   for (int step = 0; step < 60; ++step) {
     switch (step % 6) {
@@ -64,6 +64,28 @@ TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
     }
   }
   MESSAGE("checked " << steps << " session steps");
+  // Two large requests pipelined in one write: the bytes after the first
+  // body (read straight into its buffer) are the second request.
+  engine.ClearRequests();
+  std::string t1 = text + "first", t2 = text + "second";
+  std::string b1 = nlohmann::json({{"model", "qwen3"}, {"prompt", t1}}).dump();
+  std::string b2 = nlohmann::json({{"model", "qwen3"}, {"prompt", t2}}).dump();
+  auto framed = [](const std::string& b) {
+    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Session-Id: issue4\r\nContent-Length: " +
+           std::to_string(b.size()) + "\r\n\r\n" + b;
+  };
+  HttpClient raw(p.port());
+  std::string out = raw.Raw(framed(b1) + framed(b2), 2000);
+  size_t first = out.find("HTTP/1.1 200");
+  CHECK(first != std::string::npos);
+  CHECK(out.find("HTTP/1.1 200", first + 1) != std::string::npos);
+  auto reqs = engine.Requests();
+  REQUIRE(reqs.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    std::vector<uint32_t> want;
+    tok->Encode(i == 0 ? t1 : t2, true, want);
+    CHECK(nlohmann::json::parse(reqs[i].body)["prompt"].get<std::vector<uint32_t>>() == want);
+  }
 }
 
 }  // namespace toktier::test
