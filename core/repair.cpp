@@ -23,23 +23,6 @@ namespace {
 
 using Path = TokenizerImpl::Path;
 
-size_t CommonPrefix(std::string_view a, std::string_view b) {
-  size_t n = std::min(a.size(), b.size());
-  size_t i = 0;
-  // memcmp skips equal blocks fast (the usual case: a long unchanged
-  // prefix); words then find the byte (memcmp does not tell where).
-  constexpr size_t kBlock = 4096;
-  while (i + kBlock <= n && std::memcmp(a.data() + i, b.data() + i, kBlock) == 0) i += kBlock;
-  while (i + 8 <= n) {
-    uint64_t x, y;
-    std::memcpy(&x, a.data() + i, 8);
-    std::memcpy(&y, b.data() + i, 8);
-    if (x != y) return i + static_cast<size_t>(__builtin_ctzll(x ^ y) / 8);
-    i += 8;
-  }
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
 
 bool IsCharStart(std::string_view s, size_t i) {
   return i >= s.size() || (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
@@ -186,7 +169,7 @@ RepairOutcome Repairer::Update(const Tokenizer& tokenizer, TokenState& state, st
   const std::string_view old_text = state.text_;
   const size_t known = std::min({options.known_common_prefix, old_text.size(), new_text.size()});
   assert(old_text.compare(0, known, new_text.substr(0, known)) == 0);
-  size_t lcp = known + CommonPrefix(old_text.substr(known), new_text.substr(known));
+  size_t lcp = known + CommonPrefixLength(old_text.substr(known), new_text.substr(known));
   out.common_prefix = lcp;
   if (lcp == old_text.size() && lcp == new_text.size()) {
     out.path = RepairPath::kUnchanged;
@@ -250,6 +233,24 @@ RepairOutcome Repairer::Update(const Tokenizer& tokenizer, TokenState& state, st
   out.kept_tokens = keep;
   out.fresh_tokens = state.ids_.size() - keep;
   return out;
+}
+
+size_t CommonPrefixLength(std::string_view a, std::string_view b) {
+  const size_t n = std::min(a.size(), b.size());
+  size_t i = 0;
+  // memcmp skips equal blocks fast (the usual case: a long unchanged
+  // prefix); words then find the byte (memcmp does not tell where).
+  constexpr size_t kBlock = 4096;
+  while (i + kBlock <= n && std::memcmp(a.data() + i, b.data() + i, kBlock) == 0) i += kBlock;
+  while (i + 8 <= n) {
+    uint64_t x, y;
+    std::memcpy(&x, a.data() + i, 8);
+    std::memcpy(&y, b.data() + i, 8);
+    if (x != y) return i + static_cast<size_t>(__builtin_ctzll(x ^ y) / 8);
+    i += 8;
+  }
+  while (i < n && a[i] == b[i]) ++i;
+  return i;
 }
 
 }  // namespace toktier::core

@@ -153,20 +153,5 @@ bool UnescapeJsonString(std::string_view raw, std::string* out, size_t raw_base,
   }
 }
 
-size_t CommonPrefixLength(std::string_view a, std::string_view b) {
-  const size_t n = a.size() < b.size() ? a.size() : b.size();
-  constexpr size_t kBlock = 4096;
-  size_t i = 0;
-  while (i + kBlock <= n && std::memcmp(a.data() + i, b.data() + i, kBlock) == 0) i += kBlock;
-  while (i + 8 <= n) {
-    uint64_t x, y;
-    std::memcpy(&x, a.data() + i, 8);
-    std::memcpy(&y, b.data() + i, 8);
-    if (x != y) return i + static_cast<size_t>(__builtin_ctzll(x ^ y) / 8);
-    i += 8;
-  }
-  while (i < n && a[i] == b[i]) ++i;
-  return i;
-}
 
 }  // namespace toktier::proxy

@@ -35,7 +35,4 @@ inline constexpr size_t kJsonCheckpointSpacing = 4096;
 [[nodiscard]] bool UnescapeJsonString(std::string_view raw, std::string* out, size_t raw_base,
                                       std::vector<JsonStringCheckpoint>* checkpoints, std::string* error);
 
-// Length of the common prefix of a and b (a memcmp scan by blocks, then by words).
-[[nodiscard]] size_t CommonPrefixLength(std::string_view a, std::string_view b);
-
 }  // namespace toktier::proxy

@@ -283,7 +283,7 @@ bool TokenizeService::UnescapePrompt(Worker* w, std::string_view raw, const core
                      sc->raw_text_bytes == st->text().size() && text.size() == st->text().size();
   size_t lcp = 0;
   if (valid) {
-    lcp = CommonPrefixLength(sc->raw, raw);
+    lcp = core::CommonPrefixLength(sc->raw, raw);
     // The last checkpoint inside the shared raw prefix (the first is 0:0).
     auto it = std::upper_bound(sc->checkpoints.begin(), sc->checkpoints.end(), lcp,
                                [](size_t x, const JsonStringCheckpoint& c) { return x < c.raw_offset; });

@@ -259,3 +259,20 @@ TEST_CASE("repair: state memory is at most 16 bytes per token on real text") {
   MESSAGE("accounted bytes per token: " << per_token);
   CHECK(per_token <= 16.0);
 }
+
+TEST_CASE("repair: common prefix length") {
+  std::mt19937_64 rng(5);
+  for (int iter = 0; iter < 500; ++iter) {
+    std::string a(rng() % 20000, 'x');
+    for (auto& c : a) c = static_cast<char>('a' + rng() % 3);
+    std::string b = a.substr(0, rng() % (a.size() + 1));
+    size_t want = b.size();
+    if (!b.empty() && rng() % 2) {
+      size_t at = rng() % b.size();
+      b[at] = 'z';
+      want = at;
+    }
+    CHECK(toktier::core::CommonPrefixLength(a, b) == want);
+    CHECK(toktier::core::CommonPrefixLength(b, a) == want);
+  }
+}

@@ -39,6 +39,30 @@ struct HttpClient::Impl {
     sock->set_option(tcp::no_delay(true), ec);
     return true;
   }
+  // After writing a request (write_ec: how that went): reads the whole
+  // response into *out; drops the connection on errors and on "close".
+  void ReadResponse(beast::error_code write_ec, bool collect_headers, HttpResponse* out) {
+    beast::error_code ec = write_ec;
+    http::response_parser<http::string_body> p;
+    p.body_limit(1ull << 31);
+    if (!ec) http::read(*sock, buf, p, ec);
+    if (ec) {
+      out->error = ec.message();
+      sock.reset();
+      return;
+    }
+    auto& res = p.get();
+    out->status = static_cast<int>(res.result_int());
+    out->body = std::move(res.body());
+    if (collect_headers) {
+      for (const auto& f : res) {
+        std::string n(f.name_string());
+        std::transform(n.begin(), n.end(), n.begin(), ::tolower);
+        out->headers[n] = std::string(f.value());
+      }
+    }
+    if (!res.keep_alive()) sock.reset();
+  }
   http::request<http::string_body> Make(const std::string& method, const std::string& target, const std::string& body,
                                         const std::map<std::string, std::string>& headers) {
     http::request<http::string_body> req;
@@ -66,28 +90,7 @@ HttpResponse HttpClient::Request(const std::string& method, const std::string& t
   auto req = impl_->Make(method, target, body, headers);
   beast::error_code ec;
   http::write(*impl_->sock, req, ec);
-  if (ec) {
-    out.error = ec.message();
-    impl_->sock.reset();
-    return out;
-  }
-  http::response_parser<http::string_body> p;
-  p.body_limit(1ull << 31);
-  http::read(*impl_->sock, impl_->buf, p, ec);
-  if (ec) {
-    out.error = ec.message();
-    impl_->sock.reset();
-    return out;
-  }
-  auto& res = p.get();
-  out.status = static_cast<int>(res.result_int());
-  out.body = res.body();
-  for (const auto& f : res) {
-    std::string n(f.name_string());
-    std::transform(n.begin(), n.end(), n.begin(), ::tolower);
-    out.headers[n] = std::string(f.value());
-  }
-  if (!res.keep_alive()) impl_->sock.reset();
+  impl_->ReadResponse(ec, /*collect_headers=*/true, &out);
   return out;
 }
 
@@ -102,22 +105,7 @@ HttpResponse HttpClient::Post(std::string_view target, std::string_view body, st
   const std::array<asio::const_buffer, 2> bufs{asio::buffer(head), asio::buffer(body.data(), body.size())};
   beast::error_code ec;
   asio::write(*impl_->sock, bufs, ec);
-  if (ec) {
-    out.error = ec.message();
-    impl_->sock.reset();
-    return out;
-  }
-  http::response_parser<http::string_body> p;
-  p.body_limit(1ull << 31);
-  http::read(*impl_->sock, impl_->buf, p, ec);
-  if (ec) {
-    out.error = ec.message();
-    impl_->sock.reset();
-    return out;
-  }
-  out.status = static_cast<int>(p.get().result_int());
-  out.body = std::move(p.get().body());
-  if (!p.get().keep_alive()) impl_->sock.reset();
+  impl_->ReadResponse(ec, /*collect_headers=*/false, &out);
   return out;
 }
 

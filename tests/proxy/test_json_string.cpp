@@ -1,5 +1,5 @@
 // proxy/json_string: the worker's JSON string unescaper against nlohmann's
-// parser, its checkpoints, and the common-prefix scan.
+// parser, and its checkpoints.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -95,21 +95,5 @@ TEST_CASE("json_string: checkpoints map raw prefixes to text prefixes at escape 
   }
 }
 
-TEST_CASE("json_string: common prefix length") {
-  std::mt19937_64 rng(5);
-  for (int iter = 0; iter < 500; ++iter) {
-    std::string a(rng() % 20000, 'x');
-    for (auto& c : a) c = static_cast<char>('a' + rng() % 3);
-    std::string b = a.substr(0, rng() % (a.size() + 1));
-    size_t want = b.size();
-    if (!b.empty() && rng() % 2) {
-      size_t at = rng() % b.size();
-      b[at] = 'z';
-      want = at;
-    }
-    CHECK(proxy::CommonPrefixLength(a, b) == want);
-    CHECK(proxy::CommonPrefixLength(b, a) == want);
-  }
-}
 
 }  // namespace toktier::test
