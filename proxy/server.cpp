@@ -144,6 +144,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void OnReadHeader(beast::error_code ec, size_t) {
     idle_ = false;
     recorded_ = false;
+    aborted_ = false;
     body_.reset();
     model_.clear();
     status_ = 0;
@@ -408,6 +409,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   }
 
   void OnUpConnect(beast::error_code ec) {
+    if (aborted_) return;  // the client left; Abort closed both sides
     if (ec) {
       // Failover: the next backend in the ranking (no bytes were sent).
       m().counter(metrics::Id::kBackendRequests, {"failover"}).Inc();
@@ -432,6 +434,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   }
 
   void OnUpWrite(beast::error_code ec, size_t) {
+    if (aborted_) return;  // the client left; Abort closed both sides
     if (ec) {
       if (reused_) return TryBackend(false);  // a stale pooled connection
       m().counter(metrics::Id::kBackendRequests, {"io_error"}).Inc();
@@ -449,6 +452,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   }
 
   void OnUpHeader(beast::error_code ec, size_t n) {
+    if (aborted_) return;  // the client left; Abort closed both sides
     if (ec == beast::error::timeout) {
       m().counter(metrics::Id::kBackendRequests, {"timeout"}).Inc();
       return SendError(http::status::gateway_timeout, "The backend engine did not answer in time.", "timeout", "",
@@ -503,6 +507,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   }
 
   void OnRelayRead(beast::error_code ec, size_t) {
+    if (aborted_) return;  // the client left; Abort closed both sides
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       // The backend failed mid-response: the client sees a truncated message.
@@ -524,6 +529,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   }
 
   void OnClientWrite(beast::error_code ec, size_t) {
+    if (aborted_) return;  // the client left; Abort closed both sides
     if (ec == http::error::need_buffer) ec = {};
     if (ec) {
       // The client went away: cancel the backend request by closing it.
@@ -590,6 +596,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   }
 
   void Abort(std::string_view outcome) {
+    // Backend operations still pending (connect, write, header) complete
+    // with operation_aborted: they must not count a failover or answer.
+    aborted_ = true;
     watch_armed_ = false;
     Record(outcome);
     if (up_) {
@@ -697,6 +706,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   bool idle_ = false;
   bool keep_alive_ = true;
   bool recorded_ = false;
+  bool aborted_ = false;
   http::verb method_ = http::verb::get;
   std::string endpoint_ = "local";
   std::string outcome_;

@@ -203,8 +203,33 @@ TEST_CASE("proxy: a client that leaves before the backend answers cancels the ba
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(2000));
   std::string metrics = metrics_client.Request("GET", "/metrics", "").body;
   CHECK(MetricValue(metrics, R"(toktier_requests_total{endpoint="completions",outcome="client_closed"})") == 1);
-  // A pipelined second request on one connection is not mistaken for a leave.
+  // A client that leaves while its prompt is still being tokenized: the
+  // backend request that follows is cancelled at once, and the cancelled
+  // connect or write is not taken for a backend failure.
   engine.mode = MockMode::kOk;
+  {
+    boost::asio::io_context ioc;
+    boost::asio::ip::tcp::socket sock(ioc);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), p.port()});
+    std::string big;
+    while (big.size() < 600000) big += "def handler(event, context):\n    return {'status': 200}  # é\n";
+    std::string body = CompletionBody("qwen3", big);
+    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Session-Id: leaver\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    boost::asio::write(sock, boost::asio::buffer(req));
+  }
+  for (int i = 0; i < 100; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (MetricValue(metrics_client.Request("GET", "/metrics", "").body,
+                    R"(toktier_requests_total{endpoint="completions",outcome="client_closed"})") == 2)
+      break;
+  }
+  metrics = metrics_client.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(metrics, R"(toktier_requests_total{endpoint="completions",outcome="client_closed"})") == 2);
+  CHECK(MetricValue(metrics, R"(toktier_backend_requests_total{outcome="failover"})") <= 0);
+  CHECK(metrics_client.Request("GET", "/readyz", "").status == 200);
+  CHECK(metrics_client.Request("POST", "/v1/completions", CompletionBody("qwen3", "still fine")).status == 200);
+  // A pipelined second request on one connection is not mistaken for a leave.
   std::string b1 = CompletionBody("qwen3", "first"), b2 = CompletionBody("qwen3", "second");
   auto one = [](const std::string& b) {
     return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
