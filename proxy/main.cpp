@@ -1,6 +1,7 @@
 // toktier: one binary, subcommands encode, info, replay, bench, serve.
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string_view>
 
 #include "proxy/cli.h"
@@ -19,9 +20,25 @@ void Usage() {
                "Run 'toktier <command> --help' for a command's options.\n");
 }
 
+int Dispatch(int argc, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The generic regex path throws when PCRE2 gives up on a pathological
+  // pattern and input (match or depth limit); the proxy forwards such a
+  // prompt as text, the CLI commands report it (exit 4) instead of aborting.
+  try {
+    return Dispatch(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "toktier %s: %s\n", argc > 1 ? argv[1] : "", e.what());
+    return 4;
+  }
+}
+
+namespace {
+
+int Dispatch(int argc, char** argv) {
   if (argc < 2) {
     Usage();
     return 2;
@@ -45,3 +62,5 @@ int main(int argc, char** argv) {
   Usage();
   return 2;
 }
+
+}  // namespace

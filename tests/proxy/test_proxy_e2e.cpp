@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "proxy/session_file.h"
@@ -537,6 +538,42 @@ TEST_CASE("proxy: passthrough requests go to their model's own pool") {
   CHECK(targets(shared_pool) == std::vector<std::string>{"/v1/chat/completions", "/v1/embeddings", "/v1/models"});
   // Byte for byte, also when routed by the body.
   CHECK(qwen_pool.Requests()[0].body == chat);
+}
+
+}  // namespace toktier::test
+
+namespace toktier::test {
+
+TEST_CASE("proxy: a prompt the regex engine gives up on is forwarded as text") {
+  // A tokenizer whose pre-tokenizer backtracks catastrophically: PCRE2 stops
+  // at its match limit, core throws, and the worker forwards the prompt as
+  // text (the engine tokenizes it), counted, and drops the session's state.
+  // (tests/proxy/data/backtracking_tokenizer.json: a tiny BPE whose Split
+  // pattern is "(a+)+b|\\p{L}+|\\s+".)
+  const std::string path = std::string(TOKTIER_SOURCE_DIR) + "/tests/proxy/data/backtracking_tokenizer.json";
+  MockEngine engine;
+  auto cfg = TestConfig(engine);
+  proxy::ModelConfig m;
+  m.name = "backtracking";
+  m.tokenizer = path;
+  cfg.models = {m};
+  Proxy p(cfg);
+  HttpClient client(p.port());
+  const std::string ok_body = R"({"model":"backtracking","prompt":"hello world"})";
+  REQUIRE(client.Request("POST", "/v1/completions", ok_body, {{"X-Session-Id", "bt"}}).status == 200);
+  CHECK(nlohmann::json::parse(engine.Requests().back().body)["prompt"].is_array());
+  const std::string evil = R"({"model":"backtracking","prompt":"hello world )" + std::string(40, 'a') + R"(c"})";
+  engine.ClearRequests();
+  REQUIRE(client.Request("POST", "/v1/completions", evil, {{"X-Session-Id", "bt"}}).status == 200);
+  auto reqs = engine.Requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].body == evil);  // unchanged, byte for byte
+  std::string metrics = client.Request("GET", "/metrics", "").body;
+  CHECK(MetricValue(metrics, R"(toktier_passthrough_total{reason="tokenizer_error"})") == 1);
+  // The session goes on (its state was dropped: a miss, then exact IDs again).
+  engine.ClearRequests();
+  REQUIRE(client.Request("POST", "/v1/completions", ok_body, {{"X-Session-Id", "bt"}}).status == 200);
+  CHECK(nlohmann::json::parse(engine.Requests().back().body)["prompt"].is_array());
 }
 
 }  // namespace toktier::test
