@@ -104,6 +104,9 @@ class Tokenizer {
 // Returns the byte offset of the first invalid UTF-8 sequence, or npos.
 [[nodiscard]] size_t FindInvalidUtf8(std::string_view text);
 
+// Appends the UTF-8 encoding of cp (a Unicode scalar value) to out.
+void AppendUtf8(char32_t cp, std::string& out);
+
 // Length of the common prefix of a and b in bytes (memcmp over blocks, then
 // words): the O(N) step of every state lookup, so it is kept fast.
 [[nodiscard]] size_t CommonPrefixLength(std::string_view a, std::string_view b);

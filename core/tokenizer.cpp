@@ -324,6 +324,8 @@ std::string Tokenizer::Describe() const { return impl_->Describe(); }
 size_t Tokenizer::vocab_size() const { return impl_->vocab_size(); }
 std::string Tokenizer::TokenBytes(uint32_t id) const { return impl_->TokenBytes(id); }
 
+void AppendUtf8(char32_t cp, std::string& out) { unicode::AppendUtf8(cp, out); }
+
 size_t FindInvalidUtf8(std::string_view text) {
   const auto* s = reinterpret_cast<const unsigned char*>(text.data());
   const size_t n = text.size();

@@ -6,6 +6,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "core/core.h"
+
 namespace toktier::proxy {
 namespace {
 
@@ -64,31 +66,6 @@ int32_t Hex4(std::string_view raw, size_t i) {
   return v;
 }
 
-void AppendCodePoint(std::string* out, uint32_t cp) {
-  char b[4];
-  size_t n;
-  if (cp < 0x80) {
-    b[0] = static_cast<char>(cp);
-    n = 1;
-  } else if (cp < 0x800) {
-    b[0] = static_cast<char>(0xC0 | (cp >> 6));
-    b[1] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 2;
-  } else if (cp < 0x10000) {
-    b[0] = static_cast<char>(0xE0 | (cp >> 12));
-    b[1] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    b[2] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 3;
-  } else {
-    b[0] = static_cast<char>(0xF0 | (cp >> 18));
-    b[1] = static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    b[2] = static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    b[3] = static_cast<char>(0x80 | (cp & 0x3F));
-    n = 4;
-  }
-  out->append(b, n);
-}
-
 bool Fail(std::string* error, const char* what, size_t offset) {
   if (error) *error = std::string(what) + " at byte " + std::to_string(offset) + " of the prompt string";
   return false;
@@ -139,7 +116,7 @@ bool UnescapeJsonString(std::string_view raw, std::string* out, size_t raw_base,
           cp = 0x10000 + ((cp - 0xD800) << 10) + (static_cast<uint32_t>(lo) - 0xDC00);
           i += 6;
         }
-        AppendCodePoint(out, cp);
+        core::AppendUtf8(cp, *out);
         break;
       }
       default:
@@ -152,6 +129,5 @@ bool UnescapeJsonString(std::string_view raw, std::string* out, size_t raw_base,
     }
   }
 }
-
 
 }  // namespace toktier::proxy

@@ -271,16 +271,14 @@ void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
   job.done(std::move(res));
 }
 
-bool TokenizeService::UnescapePrompt(Worker* w, std::string_view raw, const core::TokenState* st, SerialCache* sc,
+bool TokenizeService::UnescapePrompt(std::string_view raw, const core::TokenState* st, SerialCache* sc,
                                      size_t* known_prefix, std::string* error) {
-  *known_prefix = 0;
-  if (!sc) {
-    w->text.clear();
-    return UnescapeJsonString(raw, &w->text, 0, nullptr, error);
-  }
   std::string& text = sc->prompt_text;
+  // Checkpoints exist only after a successful unescape, and an update that
+  // then fails drops the entry (Process), so for the same live state the
+  // cached text is the state's text; the size check is a cheap guard.
   const bool valid = st && !sc->checkpoints.empty() && sc->state.lock().get() == st &&
-                     sc->raw_text_bytes == st->text().size() && text.size() == st->text().size();
+                     text.size() == st->text().size();
   size_t lcp = 0;
   if (valid) {
     lcp = core::CommonPrefixLength(sc->raw, raw);
@@ -300,7 +298,6 @@ bool TokenizeService::UnescapePrompt(Worker* w, std::string_view raw, const core
   bool ok = UnescapeJsonString(raw.substr(from.raw_offset), &text, from.raw_offset, &sc->checkpoints, error);
   sc->raw.resize(lcp);
   sc->raw.append(raw.substr(lcp));
-  sc->raw_text_bytes = 0;  // set once the state holds this text
   if (!ok) {
     sc->checkpoints.clear();
     text.clear();
@@ -321,10 +318,10 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   auto t0 = Clock::now();
 
   if (key.empty() || !store_) {
-    const std::string& text = w->text;
     // Stateless: a full tokenization.
-    size_t known = 0;
-    if (!UnescapePrompt(w, raw, nullptr, nullptr, &known, error)) return nullptr;
+    std::string& text = w->text;
+    text.clear();
+    if (!UnescapeJsonString(raw, &text, 0, nullptr, error)) return nullptr;
     std::vector<uint32_t> ids;
     tok.Encode(text, add_special, ids);
     auto t1 = Clock::now();
@@ -345,7 +342,7 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   SerialCache& sc = w->serial[key];
   w->serial_bytes -= std::min(w->serial_bytes, sc.Bytes());
   size_t known_prefix = 0;
-  if (!UnescapePrompt(w, raw, st.get(), &sc, &known_prefix, error)) {
+  if (!UnescapePrompt(raw, st.get(), &sc, &known_prefix, error)) {
     w->serial_bytes += sc.Bytes();
     return nullptr;
   }
@@ -359,7 +356,6 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   opt.known_common_prefix = known_prefix;
   core::RepairOutcome o = core::Repairer::Update(tok, *st, text, add_special, opt);
   auto t1 = Clock::now();
-  sc.raw_text_bytes = st->text().size();
   const std::string_view path = core::RepairPathName(o.path);
   metrics_->counter(metrics::Id::kRepairOutcomes, {path}).Inc();
   metrics_->histogram(metrics::Id::kTokenizationSeconds, {path}).Observe(Seconds(t0, t1));

@@ -113,11 +113,10 @@ class TokenizeService {
     // The raw (escaped) prompt the state's text was unescaped from, with
     // checkpoints, and that text itself (equal to the state's text while
     // valid; edited in place, so a continuation copies no megabyte-sized
-    // prefix); raw_text_bytes is its size when the state took it.
+    // prefix).
     std::string raw;
     std::vector<JsonStringCheckpoint> checkpoints;
     std::string prompt_text;
-    size_t raw_text_bytes = 0;
     size_t Bytes() const {
       return (text ? text->capacity() : 0) + chunk_offsets.capacity() * 4 + raw.capacity() +
              checkpoints.capacity() * sizeof(JsonStringCheckpoint) + prompt_text.capacity();
@@ -140,13 +139,13 @@ class TokenizeService {
   // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
   // nullptr and *error when the prompt string holds an invalid escape.
   std::shared_ptr<const std::string> TokenizeOne(Worker* w, Job& job, size_t item, std::string* error);
-  // Unescapes prompt `raw` into sc->prompt_text (w->text without a session),
-  // from the last checkpoint inside the raw prefix it shares with the
-  // session's previous prompt when `sc` is valid for `st`; refreshes sc's raw
-  // copy and checkpoints. *known_prefix: the text bytes proven equal to st's
-  // text (the resumed checkpoint).
-  bool UnescapePrompt(Worker* w, std::string_view raw, const core::TokenState* st, SerialCache* sc,
-                      size_t* known_prefix, std::string* error);
+  // Unescapes a session's prompt `raw` into sc->prompt_text, from the last
+  // checkpoint inside the raw prefix it shares with the session's previous
+  // prompt when `sc` is valid for `st`; refreshes sc's raw copy and
+  // checkpoints. *known_prefix: the text bytes proven equal to st's text
+  // (the resumed checkpoint).
+  static bool UnescapePrompt(std::string_view raw, const core::TokenState* st, SerialCache* sc,
+                             size_t* known_prefix, std::string* error);
 
   const Config& config_;
   metrics::Metrics* metrics_;
