@@ -62,27 +62,32 @@ bool RawStringRange(od::value& v, const char* base, CompletionRequest::RawRange*
   return true;
 }
 
+// One parser per thread, reused across requests (its buffers stay allocated).
+od::parser& ThreadParser() {
+  thread_local od::parser parser;
+  return parser;
+}
+
+// `body` itself when its capacity holds simdjson's padding (callers reserve
+// it), else a padded copy in *scratch: the slow fallback.
+const std::string& Padded(const std::string& body, std::string* scratch) {
+  if (body.capacity() >= body.size() + simdjson::SIMDJSON_PADDING) return body;
+  scratch->reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  scratch->assign(body);
+  return *scratch;
+}
+
 }  // namespace
 
 size_t JsonPadding() { return simdjson::SIMDJSON_PADDING; }
 
-bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, RequestError* error) {
-  thread_local od::parser parser;
-  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) {
-    // Callers reserve the padding; this copy is the slow fallback.
-    std::string copy;
-    copy.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-    copy.assign(body);
-    RequestError e2;
-    CompletionRequest r2;
-    bool ok = ParseCompletionRequest(copy, &r2, &e2);
-    *out = std::move(r2);
-    *error = std::move(e2);
-    return ok;
-  }
+bool ParseCompletionRequest(const std::string& unpadded, CompletionRequest* out, RequestError* error) {
+  // Offsets are the same in a padded copy, so the ranges hold for `unpadded`.
+  std::string scratch;
+  const std::string& body = Padded(unpadded, &scratch);
   const char* base = body.data();
   od::document doc;
-  if (parser.iterate(base, body.size(), body.capacity()).get(doc)) {
+  if (ThreadParser().iterate(base, body.size(), body.capacity()).get(doc)) {
     return Fail(error, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
                        "your HTTP library correctly. The OpenAI API expects a JSON payload.)");
   }
@@ -181,19 +186,14 @@ bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, Req
   return true;
 }
 
-std::string ModelOfJsonBody(const std::string& body) {
-  thread_local od::parser parser;
-  if (body.empty()) return "";
-  if (body.capacity() < body.size() + simdjson::SIMDJSON_PADDING) {
-    std::string copy;
-    copy.reserve(body.size() + simdjson::SIMDJSON_PADDING);
-    copy.assign(body);
-    return ModelOfJsonBody(copy);
-  }
+std::string ModelOfJsonBody(const std::string& unpadded) {
+  if (unpadded.empty()) return "";
+  std::string scratch;
+  const std::string& body = Padded(unpadded, &scratch);
   od::document doc;
   od::object obj;
   std::string_view model;
-  if (parser.iterate(body.data(), body.size(), body.capacity()).get(doc) || doc.get_object().get(obj) ||
+  if (ThreadParser().iterate(body.data(), body.size(), body.capacity()).get(doc) || doc.get_object().get(obj) ||
       obj.find_field_unordered("model").get_string().get(model)) {
     return "";
   }
