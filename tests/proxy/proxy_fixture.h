@@ -73,4 +73,11 @@ inline std::string CompletionBody(const std::string& model, const std::string& p
   return s;
 }
 
+// POST /v1/completions as raw bytes, for tests that write to the socket
+// themselves (pipelining, a client that leaves). extra_headers: "Name: v\r\n"...
+inline std::string RawCompletionRequest(const std::string& body, const std::string& extra_headers = "") {
+  return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra_headers +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
 }  // namespace toktier::test

@@ -70,12 +70,10 @@ TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
   std::string t1 = text + "first", t2 = text + "second";
   std::string b1 = nlohmann::json({{"model", "qwen3"}, {"prompt", t1}}).dump();
   std::string b2 = nlohmann::json({{"model", "qwen3"}, {"prompt", t2}}).dump();
-  auto framed = [](const std::string& b) {
-    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Session-Id: issue4\r\nContent-Length: " +
-           std::to_string(b.size()) + "\r\n\r\n" + b;
-  };
   HttpClient raw(p.port());
-  std::string out = raw.Raw(framed(b1) + framed(b2), 2000);
+  std::string out =
+      raw.Raw(RawCompletionRequest(b1, "X-Session-Id: issue4\r\n") + RawCompletionRequest(b2, "X-Session-Id: issue4\r\n"),
+              2000);
   size_t first = out.find("HTTP/1.1 200");
   CHECK(first != std::string::npos);
   CHECK(out.find("HTTP/1.1 200", first + 1) != std::string::npos);

@@ -184,10 +184,7 @@ TEST_CASE("proxy: a client that leaves before the backend answers cancels the ba
     boost::asio::io_context ioc;
     boost::asio::ip::tcp::socket sock(ioc);
     sock.connect({boost::asio::ip::make_address("127.0.0.1"), p.port()});
-    std::string body = CompletionBody("qwen3", "a long generation");
-    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
-    boost::asio::write(sock, boost::asio::buffer(req));
+    boost::asio::write(sock, boost::asio::buffer(RawCompletionRequest(CompletionBody("qwen3", "a long generation"))));
     for (int i = 0; i < 200 && engine.requests_seen == 0; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
     REQUIRE(engine.requests_seen == 1);
@@ -214,9 +211,7 @@ TEST_CASE("proxy: a client that leaves before the backend answers cancels the ba
     sock.connect({boost::asio::ip::make_address("127.0.0.1"), p.port()});
     std::string big;
     while (big.size() < 600000) big += "def handler(event, context):\n    return {'status': 200}  # é\n";
-    std::string body = CompletionBody("qwen3", big);
-    std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nX-Session-Id: leaver\r\nContent-Length: " +
-                      std::to_string(body.size()) + "\r\n\r\n" + body;
+    std::string req = RawCompletionRequest(CompletionBody("qwen3", big), "X-Session-Id: leaver\r\n");
     boost::asio::write(sock, boost::asio::buffer(req));
   }
   for (int i = 0; i < 100; ++i) {
@@ -231,12 +226,10 @@ TEST_CASE("proxy: a client that leaves before the backend answers cancels the ba
   CHECK(metrics_client.Request("GET", "/readyz", "").status == 200);
   CHECK(metrics_client.Request("POST", "/v1/completions", CompletionBody("qwen3", "still fine")).status == 200);
   // A pipelined second request on one connection is not mistaken for a leave.
-  std::string b1 = CompletionBody("qwen3", "first"), b2 = CompletionBody("qwen3", "second");
-  auto one = [](const std::string& b) {
-    return "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + std::to_string(b.size()) + "\r\n\r\n" + b;
-  };
   HttpClient raw(p.port());
-  std::string out = raw.Raw(one(b1) + one(b2), 1500);
+  std::string out = raw.Raw(RawCompletionRequest(CompletionBody("qwen3", "first")) +
+                                RawCompletionRequest(CompletionBody("qwen3", "second")),
+                            1500);
   size_t first = out.find("HTTP/1.1 200"), second = out.find("HTTP/1.1 200", first + 1);
   CHECK(first != std::string::npos);
   CHECK(second != std::string::npos);
