@@ -149,8 +149,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
     model_.clear();
     status_ = 0;
     endpoint_ = "local";
-    t_start_ = t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = t_parsed_ = t_worker_start_ = t_worker_end_ =
-        Clock::now();
+    t_start_ = Clock::now();
+    ResetPhases(t_start_);
     if (ec == http::error::end_of_stream || ec == beast::error::timeout || ec == asio::error::operation_aborted ||
         ec == asio::error::connection_reset || ec == asio::error::eof) {
       return DoClose();
@@ -235,7 +235,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
 
   // ---- routing -----------------------------------------------------------
   void HandleRequest() {
-    t_body_ = t_tokenized_ = t_sent_ = t_up_header_ = t_parsed_ = t_worker_start_ = t_worker_end_ = Clock::now();
+    ResetPhases(Clock::now());
     auto& req = parser_->get();
     keep_alive_ = req.keep_alive();
     method_ = req.method();
@@ -655,6 +655,11 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
         s->DoRead();
       });
     });
+  }
+
+  // Phases a request skips (a local answer, a passthrough) log as 0 ms.
+  void ResetPhases(Clock::time_point t) {
+    t_body_ = t_parsed_ = t_worker_start_ = t_worker_end_ = t_tokenized_ = t_sent_ = t_up_header_ = t;
   }
 
   void Record(std::string_view outcome) {
