@@ -73,6 +73,7 @@
 
 #include "http_client.h"
 #include "mock_engine.h"
+#include "proxy/percentile.h"
 #include "proxy/session_file.h"
 #include "proxy/tokenizer_files.h"
 
@@ -150,12 +151,7 @@ std::vector<Session> MakeSessions(size_t context, int n, const std::vector<std::
 
 // ---------------------------------------------------------------- stats
 
-double Pct(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(p * (v.size() - 1) + 0.5);
-  return v[i];
-}
+using toktier::cli::Percentile;
 
 double SelfCpuSeconds() {
   rusage ru{};
@@ -435,8 +431,8 @@ StepResult RunStep(const Target& tg, std::vector<Session>& sessions, std::vector
   res.n = lat.size();
   res.errors = errors;
   res.dropped = dropped;
-  res.p50 = Pct(lat, 0.5);
-  res.p99 = Pct(lat, 0.99);
+  res.p50 = Percentile(lat, 0.5);
+  res.p99 = Percentile(lat, 0.99);
   res.throughput = res.n / std::max(wall, res.seconds);
   if (res.n) {
     res.proxy_cpu_ms = (ProcCpuSeconds(tg.pid) - proxy_cpu0) * 1000 / res.n;
@@ -695,12 +691,12 @@ int main(int argc, char** argv) {
     for (size_t ti = 0; ti < sum.targets.size(); ++ti) {
       const auto& l = sum.lat[ti];
       std::fprintf(stderr, "loadgen: %zu %-15s closed loop: P50 %.2f P90 %.2f P99 %.2f ms, %zu errors\n", context,
-                   sum.targets[ti].name.c_str(), Pct(l.ms, 0.5), Pct(l.ms, 0.9), Pct(l.ms, 0.99), l.errors);
+                   sum.targets[ti].name.c_str(), Percentile(l.ms, 0.5), Percentile(l.ms, 0.9), Percentile(l.ms, 0.99), l.errors);
     }
     for (size_t ti = 0; ti < sum.targets.size(); ++ti) {
       const auto& l = sum.lat[ti];
       // No rate can pass when even the unloaded P99 is over the limit.
-      if (l.errors || Pct(l.ms, 0.99) > kP99LimitMs) {
+      if (l.errors || Percentile(l.ms, 0.99) > kP99LimitMs) {
         std::fprintf(stderr, "loadgen: %zu %s: closed-loop P99 over %g ms or errors; no sweep\n", context,
                      sum.targets[ti].name.c_str(), kP99LimitMs);
         sum.sweep.push_back({});
@@ -719,10 +715,10 @@ int main(int argc, char** argv) {
   std::printf("| context chars | mode | requests | errors | P50 ms | P90 ms | P99 ms | added P50 ms | added P99 ms |\n");
   std::printf("|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const auto& s : summaries) {
-    const double d50 = Pct(s.lat[0].ms, 0.5), d99 = Pct(s.lat[0].ms, 0.99);
+    const double d50 = Percentile(s.lat[0].ms, 0.5), d99 = Percentile(s.lat[0].ms, 0.99);
     for (size_t ti = 0; ti < s.targets.size(); ++ti) {
       const auto& l = s.lat[ti];
-      const double p50 = Pct(l.ms, 0.5), p90 = Pct(l.ms, 0.9), p99 = Pct(l.ms, 0.99);
+      const double p50 = Percentile(l.ms, 0.5), p90 = Percentile(l.ms, 0.9), p99 = Percentile(l.ms, 0.99);
       if (ti == 0)
         std::printf("| %zu | %s | %zu | %zu | %.2f | %.2f | %.2f | | |\n", s.context, s.targets[ti].name.c_str(),
                     l.ms.size(), l.errors, p50, p90, p99);

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/cli.h"
+#include "proxy/percentile.h"
 #include "proxy/session_file.h"
 #include "proxy/tokenizer_files.h"
 
@@ -25,13 +26,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t i = static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5);
-  return v[std::min(i, v.size() - 1)];
-}
 
 size_t CharBoundary(const std::string& s, size_t n) {
   n = std::min(n, s.size());
