@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstdio>
+#include <functional>
 
 #include "core/unicode.h"
 
@@ -66,6 +67,7 @@ Status BpeModel::AddMerge(std::string_view left, std::string_view right, uint32_
   }
   if (is_fallback_[l] || is_fallback_[r]) merges_touch_fallback_ = true;
   merges_.Insert(l, r, MergeMap::Merge{rank, m});
+  max_rank_ = std::max(max_rank_, rank);
   if (!options_.byte_units) {
     // Remember each adjacent unit pair inside the merged token; a position
     // between two units that never occur adjacent inside a token cannot be
@@ -93,6 +95,7 @@ void BpeModel::DeriveMergesFromRanks() {
       uint32_t r = vocab_.Find(std::string_view(t).substr(k));
       if (r == StringIdMap::kMissing) continue;
       merges_.Insert(l, r, MergeMap::Merge{static_cast<uint32_t>(id), static_cast<uint32_t>(id)});
+      max_rank_ = std::max(max_rank_, static_cast<uint32_t>(id));
     }
   }
 }
@@ -106,6 +109,7 @@ bool BpeModel::PairInsideSomeToken(std::string_view a, std::string_view b) const
 
 void BpeModel::InitialSymbols(std::string_view piece, std::vector<Symbol>& syms) const {
   syms.clear();
+  syms.reserve(piece.size());  // at most one symbol per byte (no regrowth copies)
   const bool bytes = options_.byte_units;
   const bool plain = options_.continuing_subword_prefix.empty() && options_.end_of_word_suffix.empty();
   std::string unit_buf;
@@ -198,55 +202,157 @@ void BpeModel::MergeSmall(std::vector<Symbol>& syms) const {
   }
 }
 
+namespace {
+
+// MergeLarge's working memory, kept per thread between calls (reused, so a
+// typical long piece allocates nothing) but released after a piece that made
+// it large (ReleaseIfLarge), so one huge prompt does not pin gigabytes.
+struct MergeScratch {
+  std::vector<int32_t> slot_of_rank;          // rank -> bucket slot, -1 = none
+  std::vector<uint32_t> touched;              // ranks whose slot is set
+  std::vector<std::vector<int32_t>> buckets;  // pool of position lists; [0, used) in use
+  size_t used = 0;
+  std::vector<uint32_t> rank_heap;            // ranks with a bucket, min-heap
+  std::vector<uint64_t> urgent;               // (rank << 32 | pos), min-heap
+  // A direct-mapped memo of merge lookups, valid for one call (gen): long
+  // pieces repeat few pairs (one repeated character: a handful).
+  struct Memo {
+    uint64_t pair;
+    uint32_t gen, rank, id;
+  };
+  static constexpr size_t kMemo = 1024;
+  Memo memo[kMemo] = {};
+  uint32_t gen = 0;
+};
+
+// Above this many elements a scratch vector is freed after use.
+constexpr size_t kKeepElements = size_t{1} << 16;
+
+template <typename V>
+void ReleaseIfLarge(V& v) {
+  if (v.capacity() > kKeepElements) V().swap(v);
+}
+
+uint64_t Key(uint32_t rank, int32_t pos) { return (uint64_t{rank} << 32) | static_cast<uint32_t>(pos); }
+
+}  // namespace
+
 void BpeModel::MergeLarge(std::vector<Symbol>& syms) const {
-  // A binary heap of candidate merges ordered by (rank, position). Entries go
-  // stale when a neighbour merges; they are recognised by the ids they were
-  // made for and skipped, as HF does.
-  struct Candidate {
+  // Candidates are applied in (rank, position) order, lowest first, exactly
+  // as with one binary heap of every candidate (HF's order). A heap of a
+  // multi-megabyte piece is hundreds of megabytes touched at random (about
+  // 1 us per merge: one repeated character of 60 MB took 50 s), so the
+  // candidates are kept in buckets by rank instead: the buckets are taken in
+  // rank order, each sorted by position once and then read front to back.
+  // A merge's new candidates almost always rank above the merge itself
+  // (BPE builds tokens from earlier tokens) and go to their bucket; the rare
+  // one that does not (tiktoken's derived merges allow it) goes to a small
+  // heap that is always compared with the current bucket's head. Stale
+  // entries (a side merged away meanwhile) are skipped by recomputing the
+  // pair's rank: at one position a pair's byte span only grows, so an equal
+  // rank means the same pair.
+  thread_local MergeScratch q;
+  if (++q.gen == 0) {  // wrapped: forget every entry
+    for (auto& m : q.memo) m = MergeScratch::Memo{};
+    q.gen = 1;
+  }
+  auto find = [&](uint32_t l, uint32_t r) {
+    const uint64_t pair = (uint64_t{l} << 32) | r;
+    MergeScratch::Memo& e = q.memo[(pair * 0x9E3779B97F4A7C15ULL) >> 54];
+    if (e.gen != q.gen || e.pair != pair) {
+      MergeMap::Merge m = merges_.Find(l, r);
+      e = MergeScratch::Memo{pair, q.gen, m.rank, m.id};
+    }
+    return MergeMap::Merge{e.rank, e.id};
+  };
+  const size_t need = static_cast<size_t>(max_rank_) + 1;
+  if (q.slot_of_rank.size() < need) q.slot_of_rank.resize(need, -1);
+  int64_t cur = -1;  // rank of the bucket being read; -1 before the first
+  size_t cur_slot = 0, head = 0;
+  bool have_bucket = false;
+  auto later = std::greater<>();
+  auto push = [&](uint32_t rank, int32_t pos) {
+    if (static_cast<int64_t>(rank) <= cur) {
+      q.urgent.push_back(Key(rank, pos));
+      std::push_heap(q.urgent.begin(), q.urgent.end(), later);
+      return;
+    }
+    int32_t& slot = q.slot_of_rank[rank];
+    if (slot < 0) {
+      slot = static_cast<int32_t>(q.used++);
+      if (q.used > q.buckets.size()) q.buckets.emplace_back();
+      q.buckets[slot].clear();
+      q.touched.push_back(rank);
+      q.rank_heap.push_back(rank);
+      std::push_heap(q.rank_heap.begin(), q.rank_heap.end(), later);
+    }
+    q.buckets[slot].push_back(pos);
+  };
+  for (size_t k = 0; k + 1 < syms.size(); ++k) {
+    MergeMap::Merge m = find(syms[k].id, syms[k + 1].id);
+    if (m.rank != MergeMap::kNoRank) push(m.rank, static_cast<int32_t>(k));
+  }
+  for (;;) {
     uint32_t rank;
     int32_t pos;
-    uint32_t left_id;
-    uint32_t right_id;
-    uint32_t merged_id;
-  };
-  auto later = [](const Candidate& a, const Candidate& b) {
-    return a.rank != b.rank ? a.rank > b.rank : a.pos > b.pos;
-  };
-  thread_local std::vector<Candidate> heap;
-  heap.clear();
-  heap.reserve(syms.size() * 2);
-  for (size_t k = 0; k + 1 < syms.size(); ++k) {
-    MergeMap::Merge m = merges_.Find(syms[k].id, syms[k + 1].id);
-    if (m.rank != MergeMap::kNoRank) heap.push_back({m.rank, static_cast<int32_t>(k), syms[k].id, syms[k + 1].id, m.id});
-  }
-  std::make_heap(heap.begin(), heap.end(), later);
-  auto push = [&](const Candidate& c) {
-    heap.push_back(c);
-    std::push_heap(heap.begin(), heap.end(), later);
-  };
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    Candidate c = heap.back();
-    heap.pop_back();
-    Symbol& left = syms[c.pos];
-    if (left.len == 0 || left.next < 0 || left.id != c.left_id) continue;
+    const bool in_bucket = have_bucket && head < q.buckets[cur_slot].size();
+    if (!q.urgent.empty() && (!in_bucket || q.urgent.front() < Key(static_cast<uint32_t>(cur), q.buckets[cur_slot][head]))) {
+      std::pop_heap(q.urgent.begin(), q.urgent.end(), later);
+      rank = static_cast<uint32_t>(q.urgent.back() >> 32);
+      pos = static_cast<int32_t>(q.urgent.back() & 0xFFFFFFFFu);
+      q.urgent.pop_back();
+    } else if (in_bucket) {
+      rank = static_cast<uint32_t>(cur);
+      pos = q.buckets[cur_slot][head++];
+    } else {
+      // The current bucket is done and nothing ranks at or below it: take
+      // the next bucket (a bucket's rank is always above every rank read so
+      // far, so it never receives entries once it is current).
+      if (have_bucket) ReleaseIfLarge(q.buckets[cur_slot]);
+      if (q.rank_heap.empty()) break;
+      std::pop_heap(q.rank_heap.begin(), q.rank_heap.end(), later);
+      cur = q.rank_heap.back();
+      q.rank_heap.pop_back();
+      cur_slot = static_cast<size_t>(q.slot_of_rank[cur]);
+      auto& b = q.buckets[cur_slot];
+      if (!std::is_sorted(b.begin(), b.end())) std::sort(b.begin(), b.end());
+      head = 0;
+      have_bucket = true;
+      continue;
+    }
+    Symbol& left = syms[pos];
+    if (left.len == 0 || left.next < 0) continue;
     Symbol& right = syms[left.next];
-    if (right.id != c.right_id) continue;
-    left.id = c.merged_id;
+    MergeMap::Merge m = find(left.id, right.id);
+    if (m.rank != rank) continue;
+    left.id = m.id;
     left.len += right.len;
     right.len = 0;
     int32_t after = right.next;
     left.next = after;
-    if (after >= 0) syms[after].prev = c.pos;
+    if (after >= 0) syms[after].prev = pos;
     if (left.prev >= 0) {
-      const Symbol& p = syms[left.prev];
-      MergeMap::Merge pm = merges_.Find(p.id, left.id);
-      if (pm.rank != MergeMap::kNoRank) push({pm.rank, left.prev, p.id, left.id, pm.id});
+      MergeMap::Merge pm = find(syms[left.prev].id, left.id);
+      if (pm.rank != MergeMap::kNoRank) push(pm.rank, left.prev);
     }
     if (after >= 0) {
-      MergeMap::Merge nm = merges_.Find(left.id, syms[after].id);
-      if (nm.rank != MergeMap::kNoRank) push({nm.rank, c.pos, left.id, syms[after].id, nm.id});
+      MergeMap::Merge nm = find(left.id, syms[after].id);
+      if (nm.rank != MergeMap::kNoRank) push(nm.rank, pos);
     }
+  }
+  for (uint32_t r : q.touched) q.slot_of_rank[r] = -1;
+  q.touched.clear();
+  q.used = 0;
+  ReleaseIfLarge(q.touched);
+  ReleaseIfLarge(q.rank_heap);
+  ReleaseIfLarge(q.urgent);
+  // Keep at most 4096 small lists (a few MB) for the next piece.
+  if (q.buckets.size() > 4096) {
+    q.buckets.resize(4096);
+    q.buckets.shrink_to_fit();
+  }
+  for (auto& b : q.buckets) {
+    if (b.capacity() > 256) std::vector<int32_t>().swap(b);
   }
 }
 
@@ -273,6 +379,7 @@ void BpeModel::EncodePiece(std::string_view piece, std::vector<uint32_t>& out,
     out.push_back(syms[k].id);
     if (lens) lens->push_back(syms[k].len);
   }
+  ReleaseIfLarge(syms);
 }
 
 }  // namespace toktier::core

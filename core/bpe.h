@@ -64,12 +64,15 @@ class BpeModel {
   };
   void InitialSymbols(std::string_view piece, std::vector<Symbol>& syms) const;
   void MergeSmall(std::vector<Symbol>& syms) const;
+  // Pieces of more than kSmallPiece units: buckets by rank, linear memory
+  // and sequential access (a repeated character of 60 MB is one piece).
   void MergeLarge(std::vector<Symbol>& syms) const;
 
   BpeOptions options_;
   std::vector<std::string> tokens_;
   StringIdMap vocab_;
   MergeMap merges_;
+  uint32_t max_rank_ = 0;  // highest merge rank (sizes MergeLarge's rank index)
   uint32_t byte_ids_[256];
   uint32_t fallback_ids_[256];
   std::vector<bool> is_fallback_;  // by id: a <0xXX> byte-fallback token
