@@ -67,7 +67,8 @@ struct Reader {
 };
 
 constexpr uint8_t kMagic = 'T';
-constexpr uint8_t kFormat = 1;
+constexpr uint8_t kFormat = 1;      // chunks; metas without a tag
+constexpr uint8_t kMetaFormat = 2;  // metas with a tag
 
 // Checks the trailing checksum (seeded) and returns the body without it.
 bool SplitChecksum(std::string_view value, uint64_t seed, std::string_view* body) {
@@ -127,10 +128,11 @@ uint64_t ChainSeed(std::string_view k) { return XXH3_64bits_withSeed(k.data(), k
 
 std::string EncodeMeta(std::string_view k, const Meta& m) {
   std::string s;
-  s.reserve(64 + m.version_hash.size());
+  const size_t tag_len = std::min(m.tag.size(), kMaxTag);
+  s.reserve(64 + m.version_hash.size() + tag_len);
   PutU8(s, kMagic);
   PutU8(s, 'M');
-  PutU8(s, kFormat);
+  PutU8(s, kMetaFormat);
   PutU8(s, m.add_special ? 1 : 0);
   PutU32(s, m.n_chunks);
   PutU32(s, m.n_tokens);
@@ -141,6 +143,8 @@ std::string EncodeMeta(std::string_view k, const Meta& m) {
   PutU64(s, m.last_chain);
   PutU8(s, static_cast<uint8_t>(std::min<size_t>(m.version_hash.size(), 255)));
   s.append(m.version_hash.data(), std::min<size_t>(m.version_hash.size(), 255));
+  PutU32(s, static_cast<uint32_t>(tag_len));
+  s.append(m.tag.data(), tag_len);
   PutU64(s, XXH3_64bits_withSeed(s.data(), s.size(), ChainSeed(k)));
   return s;
 }
@@ -150,7 +154,9 @@ bool DecodeMeta(std::string_view k, std::string_view value, Meta* m) {
   if (!SplitChecksum(value, ChainSeed(k), &body)) return false;
   Reader r{reinterpret_cast<const unsigned char*>(body.data()),
            reinterpret_cast<const unsigned char*>(body.data() + body.size())};
-  if (r.U8() != kMagic || r.U8() != 'M' || r.U8() != kFormat) return false;
+  if (r.U8() != kMagic || r.U8() != 'M') return false;
+  const uint8_t format = r.U8();
+  if (format != kFormat && format != kMetaFormat) return false;
   uint8_t flags = r.U8();
   if (flags > 1) return false;
   m->add_special = flags & 1;
@@ -162,8 +168,18 @@ bool DecodeMeta(std::string_view k, std::string_view value, Meta* m) {
   m->write_time_ms = static_cast<int64_t>(r.U64());
   m->last_chain = r.U64();
   uint8_t vlen = r.U8();
-  if (!r.ok || r.left() != vlen) return false;
+  m->tag.clear();
+  if (format == kFormat) {
+    if (!r.ok || r.left() != vlen) return false;
+    m->version_hash.assign(reinterpret_cast<const char*>(r.p), vlen);
+    return true;
+  }
+  if (!r.ok || r.left() < vlen) return false;
   m->version_hash.assign(reinterpret_cast<const char*>(r.p), vlen);
+  r.p += vlen;
+  uint32_t tlen = r.U32();
+  if (!r.ok || tlen > kMaxTag || r.left() != tlen) return false;
+  m->tag.assign(reinterpret_cast<const char*>(r.p), tlen);
   return true;
 }
 

@@ -43,7 +43,11 @@ struct Meta {
   int64_t write_time_ms = 0;  // since the Unix epoch, of the last commit
   uint64_t last_chain = 0;    // checksum of chunk n_chunks-1
   std::string version_hash;
+  // Format 2: the caller's tag (StateStore::Commit), at most kMaxTag bytes;
+  // format 1 metas (written before tags existed) decode with an empty tag.
+  std::string tag;
 };
+inline constexpr size_t kMaxTag = 4096;
 std::string EncodeMeta(std::string_view k, const Meta& m);
 // False on a bad size, magic or checksum.
 bool DecodeMeta(std::string_view k, std::string_view value, Meta* m);

@@ -38,6 +38,15 @@ std::string_view LookupResultName(LookupResult r) {
   return "unknown";
 }
 
+size_t MemoryTierBytes(std::string_view key, const core::TokenState& s) {
+  // Map node + LRU node + Entry fields + shared_ptr control block + the
+  // TokenState object, rounded up.
+  constexpr size_t kEntryOverhead = 320;
+  return s.text().capacity() + (s.ids().capacity() + s.ends().capacity()) * sizeof(uint32_t) +
+         s.added_spans().capacity() * sizeof(core::TextSpan) + s.version_hash().capacity() + 2 * key.size() +
+         kEntryOverhead;
+}
+
 namespace {
 
 using Clock = std::chrono::system_clock;
@@ -125,11 +134,11 @@ class StoreImpl final : public StateStore {
     }
   }
 
-  void Commit(std::string_view key, const std::shared_ptr<core::TokenState>& state,
-              size_t kept_text_bytes) override {
+  void Commit(std::string_view key, const std::shared_ptr<core::TokenState>& state, size_t kept_text_bytes,
+              std::string_view tag) override {
     if (!state || state->empty()) return;
     try {
-      CommitImpl(key, state, kept_text_bytes);
+      CommitImpl(key, state, kept_text_bytes, tag);
     } catch (...) {
       write_queue_drops_++;
     }
@@ -182,6 +191,33 @@ class StoreImpl final : public StateStore {
           stats_->getTickerCount(rocksdb::FLUSH_WRITE_BYTES) + stats_->getTickerCount(rocksdb::COMPACT_WRITE_BYTES);
     }
     return s;
+  }
+
+  void ForEachTag(const std::function<void(std::string_view, int64_t)>& fn) override {
+    if (!db_) return;
+    try {
+      ScanTags(fn);
+    } catch (...) {
+      // A partial scan only loses hints (the caller's index); never throws.
+    }
+  }
+
+  void ScanTags(const std::function<void(std::string_view, int64_t)>& fn) {
+    const int64_t now = NowMs();
+    rocksdb::ReadOptions ro;
+    std::string upper = "N";
+    rocksdb::Slice ub(upper);
+    ro.iterate_upper_bound = &ub;
+    ro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    std::string k;
+    format::Meta m;
+    for (it->Seek("M"); it->Valid(); it->Next()) {
+      if (!format::ParseMetaKey(std::string_view(it->key().data(), it->key().size()), &k)) continue;
+      if (!format::DecodeMeta(k, std::string_view(it->value().data(), it->value().size()), &m)) continue;
+      if (m.tag.empty() || now - m.write_time_ms >= ttl_ms_) continue;
+      fn(m.tag, m.write_time_ms);
+    }
   }
 
   void PauseWritesForTesting(bool paused) override {
@@ -400,7 +436,7 @@ class StoreImpl final : public StateStore {
     Entry& e = entries_[k];
     e.lru = lru_.begin();
     e.state = state;
-    e.bytes = state->AccountedBytes();
+    e.bytes = MemoryTierBytes(k, *state);
     memory_bytes_ += e.bytes;
     e.last_write_ms = meta.write_time_ms;
     e.disk_known = true;
@@ -423,7 +459,8 @@ class StoreImpl final : public StateStore {
     return queue_.size() >= opt_.write_queue_capacity || queue_bytes_ >= opt_.write_queue_max_bytes;
   }
 
-  void CommitImpl(std::string_view key, const std::shared_ptr<core::TokenState>& state, size_t kept) {
+  void CommitImpl(std::string_view key, const std::shared_ptr<core::TokenState>& state, size_t kept,
+                  std::string_view tag) {
     std::string k = format::StorageKey(key);
     const int64_t now = NowMs();
     const core::TokenState& st = *state;
@@ -443,7 +480,7 @@ class StoreImpl final : public StateStore {
         memory_bytes_ -= e.bytes;
       }
       e.state = state;
-      e.bytes = st.AccountedBytes();
+      e.bytes = MemoryTierBytes(k, st);
       memory_bytes_ += e.bytes;
       e.last_write_ms = now;
       if (!db_) {
@@ -483,6 +520,7 @@ class StoreImpl final : public StateStore {
     meta.write_time_ms = now;
     meta.last_chain = chain;
     meta.version_hash = st.version_hash();
+    meta.tag.assign(tag.substr(0, format::kMaxTag));
     Task t;
     t.kind = Task::kWrite;
     t.key = k;

@@ -28,7 +28,8 @@ struct StoreOptions {
   // Directory of the RocksDB database. Empty: memory-only mode.
   // Default: "" here; the proxy's config defaults to "./toktier-data".
   std::string path;
-  // Memory tier budget in bytes of TokenState::AccountedBytes(). Default 1 GiB.
+  // Memory tier budget in bytes of MemoryTierBytes() (buffer capacities,
+  // keys, entry overhead). Default 1 GiB.
   size_t memory_budget_bytes = size_t{1} << 30;
   // Time to live of a state since its last write. Default 1 hour.
   std::chrono::seconds ttl{3600};
@@ -104,6 +105,13 @@ struct StoreStats {
   // expired + corrupt + version_stale.
 };
 
+// (added) Bytes the memory tier charges for holding `state` under `key`
+// (what memory_budget_bytes bounds): the allocated capacity of the state's
+// buffers (a vector grown by appends holds up to twice its size, so sizes
+// alone undercount), the key (kept twice: map and LRU list) and a fixed
+// overhead for the entry's nodes and control block.
+size_t MemoryTierBytes(std::string_view key, const core::TokenState& state);
+
 class StateStore {
  public:
   virtual ~StateStore() = default;
@@ -122,8 +130,11 @@ class StateStore {
   // unchanged prefix ended at byte `kept_text_bytes` of the text (the repair's
   // sync point; 0 after a full tokenization). Copies only the delta (O(new
   // bytes)) into the write-behind queue. A new key is inserted.
+  // (added) `tag`: a small opaque value (at most 4 KiB) stored with the
+  // state's meta record in the same write, so it lives and expires with the
+  // state; each commit replaces it (empty: none). ForEachTag reads them back.
   virtual void Commit(std::string_view key, const std::shared_ptr<core::TokenState>& state,
-                      size_t kept_text_bytes) = 0;
+                      size_t kept_text_bytes, std::string_view tag = {}) = 0;
 
   virtual void Erase(std::string_view key) = 0;
 
@@ -145,6 +156,11 @@ class StateStore {
   // allow_memory_only_fallback applied, or "no data directory configured");
   // empty when backed by RocksDB. Log it at startup.
   virtual std::string_view memory_only_reason() const { return {}; }
+
+  // (added) Calls fn(tag, write_time_ms) for every state on disk that has a
+  // tag and is within its TTL (a scan of the small meta records; call it
+  // at startup, e.g. to rebuild an index of the states). No-op memory-only.
+  virtual void ForEachTag(const std::function<void(std::string_view tag, int64_t write_time_ms)>& fn) {}
 
   // (added) Tests only: while paused the write thread takes nothing from the
   // queue, so queue-full behaviour can be tested deterministically.

@@ -50,13 +50,13 @@ TEST_CASE("memory-only store: hits, misses, LRU budget") {
   CHECK(r == LookupResult::kMemoryHit);
   CHECK(got == st);
   store->Commit("a", got, got->text().size());
-  CHECK(store->Stats().memory_bytes == st->AccountedBytes());
+  CHECK(store->Stats().memory_bytes == MemoryTierBytes("a", *st));
   CHECK(store->Stats().live_states == 1);
   store->Erase("a");
   CHECK(store->Acquire("a", f.tok->version_hash(), &r) == nullptr);
 
   StoreOptions small;
-  small.memory_budget_bytes = st->AccountedBytes() * 2 + 10;
+  small.memory_budget_bytes = MemoryTierBytes("k1", *st) * 2 + 10;
   auto s2 = OpenOrFail(small);
   Step(*s2, *f.tok, "k1", f.prompts[0]);
   Step(*s2, *f.tok, "k2", f.prompts[0]);
