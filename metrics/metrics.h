@@ -26,7 +26,7 @@ namespace toktier::metrics {
   X(kBackendHealthy, Gauge, "toktier_backend_healthy", "backend",                                                 \
     "1 while the backend passes active health checks, else 0")                                                     \
   X(kBackendRequests, Counter, "toktier_backend_requests_total", "outcome",                                       \
-    "Requests sent to backends by outcome (ok, connect_error, timeout, io_error, failover, cancelled)")            \
+    "Backend requests by outcome (ok, connect_error, timeout, io_error, bad_response, failover, cancelled)")       \
   X(kBackendTtfb, Histogram, "toktier_backend_ttfb_seconds", "",                                                  \
     "Time from sending a request to a backend to its first response byte")                                         \
   X(kFullTokenizations, Counter, "toktier_full_tokenizations_total", "reason",                                    \
@@ -46,6 +46,8 @@ namespace toktier::metrics {
     "Time from a request's arrival to the end of its response")                                                    \
   X(kRequests, Counter, "toktier_requests_total", "endpoint,outcome",                                             \
     "Requests by endpoint (completions, passthrough, local) and outcome (ok, client_error, backend_error, ...)")   \
+  X(kResourceExhausted, Counter, "toktier_resource_exhausted_total", "where",                                     \
+    "Sockets not accepted or opened: out of descriptors or buffers (accept, backend_connect, health_check)")       \
   X(kShadowChecks, Counter, "toktier_shadow_checks_total", "model",                                               \
     "Requests re-tokenized from scratch by the shadow verifier")                                                   \
   X(kShadowMismatches, Counter, "toktier_shadow_mismatches_total", "model",                                       \
@@ -69,6 +71,8 @@ namespace toktier::metrics {
     "Writes skipped because the write-behind queue was full")                                                      \
   X(kStoreWrites, Counter, "toktier_store_writes_total", "", "Writes to the disk tier")                            \
   X(kTenants, Gauge, "toktier_tenants", "", "Distinct tenants (Authorization hashes) seen since start")            \
+  X(kThreadExceptions, Counter, "toktier_thread_exceptions_total", "thread",                                      \
+    "Exceptions caught at a thread boundary (io, health, guard); the thread goes on")                              \
   X(kTokenizationQueueDepth, Gauge, "toktier_tokenization_queue_depth", "",                                       \
     "Jobs waiting in the tokenization worker queues")                                                              \
   X(kTokenizationSeconds, Histogram, "toktier_tokenization_seconds", "path",                                      \

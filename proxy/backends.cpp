@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "proxy/http_rules.h"
 #include "proxy/tokenize_service.h"
 
 namespace toktier::proxy {
@@ -25,22 +26,29 @@ using tcp = asio::ip::tcp;
 
 constexpr size_t kMaxIdlePerBackend = 64;
 
-// Blocking request for health checks and the guard. False on I/O errors.
-bool SyncRequest(const Backend& b, http::verb verb, const std::string& target, const std::string& body, int timeout_ms,
-                 int* status, std::string* out) {
-  asio::io_context ioc;
-  beast::tcp_stream stream(ioc);
+// Blocking request for health checks and the guard, on the checker's own
+// io_context. False on I/O errors; *local when the error was this process
+// being out of descriptors or buffers (says nothing about the backend).
+bool SyncRequest(asio::io_context& ioc, const Backend& b, http::verb verb, const std::string& target,
+                 const std::string& body, int timeout_ms, size_t header_limit, int* status, std::string* out,
+                 bool* local) {
+  *local = false;
   beast::error_code ec;
   tcp::endpoint ep(asio::ip::make_address(b.host, ec), b.port);
   if (ec) return false;
+  beast::tcp_stream stream(ioc);
   stream.expires_after(std::chrono::milliseconds(timeout_ms));
   bool done = false;
   stream.async_connect(ep, [&](beast::error_code e) {
     ec = e;
     done = true;
   });
+  ioc.restart();
   ioc.run();
-  if (ec || !done) return false;
+  if (ec || !done) {
+    *local = IsResourceExhausted(ec);
+    return false;
+  }
   http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, b.host_header);
   req.set(http::field::user_agent, "toktier");
@@ -57,13 +65,20 @@ bool SyncRequest(const Backend& b, http::verb verb, const std::string& target, c
   http::async_write(stream, req, [&](beast::error_code e, size_t) {
     ec = e;
     if (ec) return;
-    http::async_read(stream, buf, parser, [&](beast::error_code e2, size_t) { ec = e2; });
+    // Every header byte counts against the limit (a hostile engine could
+    // otherwise send header fields without end).
+    AsyncReadHeaderWithin(stream, buf, parser, header_limit, [&](beast::error_code e2, size_t) {
+      ec = e2;
+      if (ec || parser.is_done()) return;
+      http::async_read(stream, buf, parser, [&](beast::error_code e3, size_t) { ec = e3; });
+    });
   });
   ioc.run();
+  beast::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
   if (ec) return false;
   *status = static_cast<int>(parser.get().result_int());
   *out = std::move(parser.get().body());
-  stream.socket().shutdown(tcp::socket::shutdown_both, ec);
   return true;
 }
 
@@ -101,39 +116,50 @@ bool ParseBackendUrl(std::string_view url, std::string* host, uint16_t* port) {
   return true;
 }
 
-int Backend::TakeIdle() {
+int Backend::TakeIdle(uint64_t tenant) {
   for (;;) {
-    int fd;
+    int fd = -1;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (idle_.empty()) return -1;
-      fd = idle_.back();
-      idle_.pop_back();
+      for (size_t i = idle_.size(); i-- > 0;) {  // the most recent of this tenant
+        if (idle_[i].tenant != tenant) continue;
+        fd = idle_[i].fd;
+        idle_.erase(idle_.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
     }
-    // An idle connection that is readable was closed by the peer (or sent
-    // something unexpected): discard it.
-    pollfd p{fd, POLLIN, 0};
+    if (fd < 0) return -1;
+    // An idle connection with anything to read (bytes the engine sent after
+    // its response, its FIN, an error) is out of step or closing: discard it.
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
     if (::poll(&p, 1, 0) == 0) return fd;
     ::close(fd);
   }
 }
 
-void Backend::PutIdle(int fd) {
+void Backend::PutIdle(int fd, uint64_t tenant) {
+  int evicted = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (idle_.size() < kMaxIdlePerBackend) {
-      idle_.push_back(fd);
-      return;
+    if (idle_.size() >= kMaxIdlePerBackend) {
+      evicted = idle_.front().fd;
+      idle_.erase(idle_.begin());
     }
+    idle_.push_back({fd, tenant});
   }
-  ::close(fd);
+  if (evicted >= 0) ::close(evicted);
 }
 
 Backend::~Backend() {
-  for (int fd : idle_) ::close(fd);
+  for (const Idle& i : idle_) ::close(i.fd);
 }
 
-Backends::Backends(const Config& config, metrics::Metrics* metrics) : config_(config), metrics_(metrics) {}
+struct Backends::CheckerIo {
+  asio::io_context ioc{1};
+};
+
+Backends::Backends(const Config& config, metrics::Metrics* metrics)
+    : config_(config), metrics_(metrics), checker_io_(std::make_unique<CheckerIo>()) {}
 
 Backends::~Backends() { Stop(); }
 
@@ -230,12 +256,47 @@ void Backends::CheckNow() {
   GuardRound();
 }
 
+// The checker thread's boundary: nothing may end the process from here (an
+// allocation failure, a Beast or asio error that throws). The round is
+// skipped, logged and counted; the next one runs as usual.
 void Backends::HealthRound() {
+  try {
+    HealthRoundOrThrow();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "toktier: health check round failed: %s\n", e.what());
+    metrics_->counter(metrics::Id::kThreadExceptions, {"health"}).Inc();
+  } catch (...) {
+    std::fprintf(stderr, "toktier: health check round failed\n");
+    metrics_->counter(metrics::Id::kThreadExceptions, {"health"}).Inc();
+  }
+}
+
+void Backends::GuardRound() {
+  try {
+    GuardRoundOrThrow();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "toktier: tokenizer guard round failed: %s\n", e.what());
+    metrics_->counter(metrics::Id::kThreadExceptions, {"guard"}).Inc();
+  } catch (...) {
+    std::fprintf(stderr, "toktier: tokenizer guard round failed\n");
+    metrics_->counter(metrics::Id::kThreadExceptions, {"guard"}).Inc();
+  }
+}
+
+void Backends::HealthRoundOrThrow() {
   std::lock_guard<std::mutex> lock(round_mu_);
   for (auto& b : all_) {
     int status = 0;
     std::string body;
-    bool ok = SyncRequest(*b, http::verb::get, config_.health_path, "", 2000, &status, &body) && status == 200;
+    bool local = false;
+    bool ok = SyncRequest(checker_io_->ioc, *b, http::verb::get, config_.health_path, "", 2000,
+                          config_.max_header_bytes, &status, &body, &local) &&
+              status == 200;
+    if (local) {
+      // Out of descriptors here says nothing about the backend: keep its state.
+      metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
+      continue;
+    }
     if (ok != b->healthy.load()) {
       std::fprintf(stderr, "toktier: backend %s is %s\n", b->url.c_str(), ok ? "healthy" : "UNHEALTHY");
     }
@@ -244,7 +305,7 @@ void Backends::HealthRound() {
   }
 }
 
-void Backends::GuardRound() {
+void Backends::GuardRoundOrThrow() {
   if (!config_.guard_enabled || !service_) return;
   std::lock_guard<std::mutex> lock(round_mu_);
   for (ModelRuntime* m : service_->Models()) {
@@ -257,7 +318,14 @@ void Backends::GuardRound() {
         nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
         int status = 0;
         std::string body;
-        if (!SyncRequest(*b, http::verb::post, "/tokenize", req.dump(), 5000, &status, &body) || status != 200) {
+        bool local = false;
+        if (!SyncRequest(checker_io_->ioc, *b, http::verb::post, "/tokenize", req.dump(), 5000,
+                         config_.max_header_bytes, &status, &body, &local) ||
+            status != 200) {
+          if (local) {
+            metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
+            break;  // no verdict
+          }
           metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "unavailable"}).Inc();
           break;  // no /tokenize (or not for this name): nothing to compare
         }

@@ -31,14 +31,26 @@ struct Backend {
   std::atomic<bool> healthy{true};
   metrics::Gauge health_gauge;
 
-  // Idle keep-alive connections (native socket handles).
-  int TakeIdle();             // -1 when none usable
-  void PutIdle(int fd);       // closes it when the pool is full
+  // Idle keep-alive connections (native socket handles), each kept for the
+  // tenant (hash of Authorization) whose request it last carried and only
+  // ever handed to that tenant again: bytes an engine sends after a response
+  // (arriving later than any reuse check can see) can then only reach the
+  // tenant they came from. The caller returns a connection only after a
+  // complete, well-formed response with nothing buffered after it.
+  // TakeIdle checks each candidate again (anything readable, EOF or error:
+  // closed, never reused). -1 when none is usable.
+  int TakeIdle(uint64_t tenant);
+  // Closes the pool's oldest connection when it is full.
+  void PutIdle(int fd, uint64_t tenant);
   ~Backend();
 
  private:
+  struct Idle {
+    int fd;
+    uint64_t tenant;
+  };
   std::mutex mu_;
-  std::vector<int> idle_;
+  std::vector<Idle> idle_;  // oldest first
 };
 
 class Backends {
@@ -65,8 +77,11 @@ class Backends {
 
  private:
   void Loop();
+  // Both catch everything (a thread boundary): logged and counted.
   void HealthRound();
   void GuardRound();
+  void HealthRoundOrThrow();
+  void GuardRoundOrThrow();
 
   const Config& config_;
   metrics::Metrics* metrics_;
@@ -79,6 +94,11 @@ class Backends {
   std::condition_variable cv_;
   bool stop_ = false;
   std::mutex round_mu_;
+  // The checker's io_context, made once at construction: one per request
+  // needs new descriptors, and failed (threw) exactly when the process was
+  // out of them. Used under round_mu_.
+  struct CheckerIo;
+  std::unique_ptr<CheckerIo> checker_io_;
 };
 
 // Parses "http://host:port[/]" (http only). False on anything else.

@@ -181,6 +181,12 @@ bool ParseCompletionRequest(const std::string& unpadded, CompletionRequest* out,
     }
     // Other fields are skipped (the engine validates them).
   }
+  // Exactly one JSON value: anything after it but whitespace (a second
+  // object, say) would reach the engine unseen by this parser.
+  const char* rest = nullptr;
+  if (doc.current_location().get(rest) == simdjson::SUCCESS) {
+    return Fail(error, "We could not parse the JSON body of your request: unexpected data after the JSON value.");
+  }
   if (!have_model) return Fail(error, "you must provide a model parameter", "model");
   if (!have_prompt) return Fail(error, "'prompt' is a required property", "prompt");
   return true;

@@ -54,7 +54,8 @@ inline std::string_view RawPrompt(std::string_view body, const CompletionRequest
 
 // Parses `body` (its capacity must exceed size() by JsonPadding(); the
 // bytes beyond size() are not modified). False and *error for malformed
-// JSON, wrong field types, a missing or empty prompt.
+// JSON (including anything but whitespace after the one top-level value),
+// wrong field types, a missing or empty prompt.
 bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, RequestError* error);
 
 // The top-level "model" string of a JSON object body ("" when the body is

@@ -29,6 +29,7 @@ struct MockEngine::Impl {
   std::list<std::shared_ptr<tcp::socket>> sockets;
   std::atomic<bool> stop{false};
   Clock::time_point first_event, last_event;
+  std::vector<std::pair<std::string, std::string>> response_headers;
 
   void Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock);
 };
@@ -92,16 +93,59 @@ Clock::time_point MockEngine::first_event_time() const {
   return impl_->first_event;
 }
 
+void MockEngine::SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->response_headers = std::move(headers);
+}
+
+namespace {
+
+// The JSON body of a normal answer, with the request's nonce when it sent one.
+std::string OkBody(const std::string& nonce) {
+  static const std::string kBody =
+      R"({"id":"cmpl-mock","object":"text_completion","model":"mock","choices":[{"text":"ok","index":0,"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}})";
+  if (nonce.empty()) return kBody;
+  return kBody.substr(0, kBody.size() - 1) + ",\"nonce\":" + nlohmann::json(nonce).dump() + "}";
+}
+
+// A complete 200 response as raw bytes (for the modes that write by hand).
+std::string RawOk(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Mock: 1\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string Chunk(const std::string& data) {
+  char size[32];
+  std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  return std::string(size) + data + "\r\n";
+}
+
+}  // namespace
+
 void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
   beast::flat_buffer buf;
   buf.reserve(64 * 1024);  // else each read takes ~512 bytes: thousands per MB
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(1ull << 31);
+    parser.header_limit(1 << 20);  // the proxy's limit (64 KiB by default) is what tests probe
     beast::error_code ec;
-    http::read(*sock, buf, parser, ec);
+    if (e->mode.load() == MockMode::kSlowRead) {
+      // 4 KiB per read with a pause after each: the proxy's writes back up.
+      beast::flat_buffer small(4096);
+      small.reserve(4096);  // else each read takes 512 bytes
+      while (!ec && !parser.is_done()) {
+        http::read_some(*sock, small, parser, ec);
+        std::this_thread::sleep_for(std::chrono::milliseconds(e->fault_delay_ms.load()));
+      }
+    } else {
+      http::read(*sock, buf, parser, ec);
+    }
     if (ec) break;
     auto& req = parser.get();
+    const std::string nonce(req["X-Nonce"]);
+    auto raw = [&](const std::string& bytes) { asio::write(*sock, asio::buffer(bytes), ec); };
+    auto pause = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(e->fault_delay_ms.load())); };
     e->requests_seen++;
     const std::string_view target = req.target();
     // Without recording (the load generator) nothing is copied: a 1 MB body
@@ -124,6 +168,10 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
       http::response<http::string_body> res{st, 11};
       res.set(http::field::content_type, ctype);
       res.set("X-Mock", "1");
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        for (const auto& [k, v] : response_headers) res.insert(k, v);
+      }
       res.body() = std::move(body);
       res.keep_alive(req.keep_alive());
       res.prepare_payload();
@@ -150,6 +198,42 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
       MockMode mode = e->mode.load();
       if (mode == MockMode::kCloseEarly) break;
+      if (mode == MockMode::kNoAnswer) {
+        char b[4096];
+        while (!ec) sock->read_some(asio::buffer(b), ec);
+        break;
+      }
+      if (mode == MockMode::kInterim) {
+        raw("HTTP/1.1 103 Early Hints\r\nLink: </hint.css>; rel=preload\r\n\r\n");
+        pause();
+        raw(RawOk(OkBody(nonce)));
+      } else if (mode == MockMode::kSwitching) {
+        raw("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n");
+        pause();
+        raw(RawOk(OkBody(nonce)));
+      } else if (mode == MockMode::kTrailingBytes) {
+        raw(RawOk(OkBody(nonce)));
+        pause();
+        raw(RawOk(R"({"nonce":")" + nonce + R"(","forged":true})"));
+      } else if (mode == MockMode::kResetMidStream) {
+        raw("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            Chunk("data: {\"nonce\":\"" + nonce + "\"}\n\n"));
+        pause();
+        sock->set_option(asio::socket_base::linger(true, 0), ec);
+        sock->close(ec);  // with linger 0: a reset, not a FIN
+        return;
+      } else if (mode == MockMode::kBadStatusLine) {
+        raw("HTTP/1.1 2x0 OK\r\nContent-Length: 2\r\n\r\nok");
+      } else if (mode == MockMode::kBadHeader) {
+        raw("HTTP/1.1 200 OK\r\nContent-Type application/json\r\nContent-Length: 2\r\n\r\nok");
+      } else if (mode == MockMode::kHugeHeaders) {
+        std::string head = "HTTP/1.1 200 OK\r\n";
+        for (int i = 0; head.size() < e->fault_bytes.load(); ++i) head += "X-Filler-" + std::to_string(i) + ": abcdefgh\r\n";
+        std::string body = OkBody(nonce);
+        raw(head + "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body);
+      } else if (mode == MockMode::kSlowRead) {
+        respond(http::status::ok, "application/json", OkBody(nonce));
+      } else
       if (mode == MockMode::kStall) {
         std::this_thread::sleep_for(std::chrono::milliseconds(e->stall_ms.load()));
         respond(http::status::ok, "application/json", R"({"id":"cmpl-stalled","choices":[]})");
@@ -166,7 +250,7 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
         for (int i = 0; i < n && !ec; ++i) {
           if (i) std::this_thread::sleep_for(std::chrono::milliseconds(e->stream_delay_ms.load()));
           std::string ev = "data: {\"id\":\"cmpl-mock\",\"choices\":[{\"text\":\"tok" + std::to_string(i) +
-                           "\",\"index\":0}]}\n\n";
+                           "\",\"index\":0}]" + (nonce.empty() ? "" : ",\"nonce\":\"" + nonce + "\"") + "}\n\n";
           char size[32];
           std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
           std::string chunk = std::string(size) + ev + "\r\n";
@@ -193,8 +277,7 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
           break;
         }
       } else {
-        std::string body = R"({"id":"cmpl-mock","object":"text_completion","model":"mock","choices":[{"text":"ok","index":0,"finish_reason":"length"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}})";
-        respond(http::status::ok, "application/json", body);
+        respond(http::status::ok, "application/json", OkBody(nonce));
       }
     } else {
       // Echo: the body back, byte for byte (moved: it is not read again).

@@ -1,7 +1,11 @@
 // A mock OpenAI-compatible engine for tests and the load generator: a real
 // HTTP/1.1 server on 127.0.0.1 (one thread per connection, blocking I/O)
 // that records what it receives and can answer, stream SSE with delays,
-// stall, fail with 5xx, close early, and serve vLLM's /tokenize.
+// stall, fail with 5xx, close early, and serve vLLM's /tokenize. The
+// misbehaviour modes (issue 9) break HTTP itself: interim responses, bytes
+// after the body, resets, malformed or huge headers, silence, slow reads.
+// An `X-Nonce` request header is echoed in every answer (`"nonce":"..."`),
+// so tests can tell whose response a client got.
 #pragma once
 
 #include <atomic>
@@ -24,7 +28,19 @@ struct MockRequest {
   std::string body;
 };
 
-enum class MockMode { kOk, kStream, kStall, kFail, kCloseEarly };
+enum class MockMode {
+  kOk, kStream, kStall, kFail, kCloseEarly,
+  // Misbehaviour (fault injection); fault_delay_ms and fault_bytes tune them.
+  kInterim,         // 103 Early Hints, fault_delay_ms later the final response
+  kSwitching,       // 101 Switching Protocols (never asked for), then junk
+  kTrailingBytes,   // the response, fault_delay_ms later a forged second response
+  kResetMidStream,  // SSE header and one event, fault_delay_ms later a TCP reset
+  kBadStatusLine,   // "HTTP/1.1 2x0 OK"
+  kBadHeader,       // a header line without a colon
+  kHugeHeaders,     // fault_bytes of small header fields
+  kNoAnswer,        // reads the request, never answers (until the peer closes)
+  kSlowRead,        // reads the request 4 KiB per fault_delay_ms, then answers
+};
 
 class MockEngine {
  public:
@@ -43,6 +59,10 @@ class MockEngine {
   std::atomic<int> stream_delay_ms{50};
   std::atomic<int> stall_ms{2000};
   std::atomic<bool> healthy{true};
+  std::atomic<int> fault_delay_ms{50};
+  std::atomic<size_t> fault_bytes{256 * 1024};
+  // Extra header fields on every response (e.g. hop-by-hop ones).
+  void SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers);
   // /tokenize: nullptr -> 404 (not offered).
   std::function<std::vector<uint32_t>(const std::string& prompt, bool add_special)> tokenize;
   std::mutex tokenize_mu;

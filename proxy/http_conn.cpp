@@ -1,0 +1,439 @@
+// The client side of a connection (http_conn.h): a request is read in two
+// phases, each under its own deadline: waiting for its first byte (the idle
+// timeout of a keep-alive connection), then the whole header and body (the
+// read timeout, once for both, so a client that drips bytes cannot hold the
+// connection longer). Header bytes count against the header limit in total,
+// the framing and the target are checked before any byte is forwarded.
+#include "proxy/http_conn.h"
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <xxhash.h>
+
+#include "proxy/completion_request.h"
+#include "proxy/http_rules.h"
+
+namespace toktier::proxy {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double>(b - a).count();
+}
+
+HttpConn::HttpConn(Server::Impl* srv, tcp::socket&& socket)
+    : srv_(srv), stream_(std::move(socket)), strand_(stream_.get_executor()) {
+  srv_->connections.fetch_add(1);
+  // Beast reads at most the buffer's free capacity (>= 512 bytes) per
+  // read_some; without room a megabyte body takes thousands of reads.
+  buffer_.reserve(kReadChunk);
+  up_buf_.reserve(kReadChunk);
+}
+
+HttpConn::~HttpConn() { srv_->connections.fetch_sub(1); }
+
+void HttpConn::Run() {
+  asio::dispatch(strand_, beast::bind_front_handler(&HttpConn::DoRead, shared_from_this()));
+}
+
+void HttpConn::CloseIfIdle() {
+  asio::dispatch(strand_, [self = shared_from_this()] {
+    if (self->idle_) {
+      beast::error_code ec;
+      self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+      self->stream_.close();
+    }
+  });
+}
+
+// ---- reading a request ------------------------------------------------------
+
+void HttpConn::DoRead() {
+  if (srv_->draining) return DoClose();
+  if (buffer_.size() > 0) return StartRequest();  // a pipelined request is here already
+  // Waiting for a request: the idle timeout.
+  idle_ = true;
+  stream_.expires_after(std::chrono::milliseconds(cfg().idle_timeout_ms));
+  stream_.async_read_some(buffer_.prepare(kReadChunk),
+                          beast::bind_front_handler(&HttpConn::OnFirstBytes, shared_from_this()));
+}
+
+void HttpConn::OnFirstBytes(error_code ec, size_t n) {
+  idle_ = false;
+  // Idle timeout, the client closing a keep-alive connection, drain: nothing
+  // was asked, nothing to answer or count.
+  if (ec) return DoClose();
+  buffer_.commit(n);
+  StartRequest();
+}
+
+void HttpConn::StartRequest() {
+  idle_ = false;
+  recorded_ = false;
+  aborted_ = false;
+  body_.reset();
+  model_.clear();
+  status_ = 0;
+  endpoint_ = "local";
+  method_ = http::verb::get;
+  t_start_ = Clock::now();
+  ResetPhases(t_start_);
+  // From the first byte on, the whole request (header and body) has
+  // read_timeout_ms: the deadline is set once and never extended.
+  request_deadline_ = t_start_ + std::chrono::milliseconds(cfg().read_timeout_ms);
+  stream_.expires_at(request_deadline_);
+  parser_.emplace();
+  parser_->body_limit(cfg().max_body_bytes);
+  AsyncReadHeaderWithin(stream_, buffer_, *parser_, cfg().max_header_bytes,
+                        beast::bind_front_handler(&HttpConn::OnReadHeader, shared_from_this()));
+}
+
+// A request that could not be read to its end: the client left (counted as
+// client_closed, nothing sent) or ran out of time (client_timeout).
+void HttpConn::OnReadFailed(error_code ec) {
+  if (ec != asio::error::operation_aborted) Record(ec == beast::error::timeout ? "client_timeout" : "client_closed");
+  DoClose();
+}
+
+void HttpConn::OnReadHeader(error_code ec, size_t) {
+  if (ec == http::error::header_limit) {
+    return SendError(status::request_header_fields_too_large, "Request header fields too large.",
+                     "invalid_request_error", "", "local", "client_error", true);
+  }
+  if (ec == http::error::body_limit) {
+    return SendError(status::payload_too_large,
+                     "Request body exceeds the limit of " + std::to_string(cfg().max_body_bytes) + " bytes.",
+                     "invalid_request_error", "", "local", "client_error", true);
+  }
+  if (ec && IsParseError(ec)) {
+    return SendError(status::bad_request, "Malformed HTTP request.", "invalid_request_error", "", "local",
+                     "client_error", true);
+  }
+  if (ec) return OnReadFailed(ec);
+  auto& req = parser_->get();
+  keep_alive_ = req.keep_alive();
+  method_ = req.method();
+  // Framing the proxy and the engine could read differently is refused, and
+  // the connection closed: its next bytes have no reliable start.
+  if (std::string_view why = FramingProblem(req, req.version()); !why.empty()) {
+    return SendError(status::bad_request, "Malformed HTTP request: " + std::string(why) + ".",
+                     "invalid_request_error", "", "local", "client_error", true);
+  }
+  // The target is checked before the body is read; a body still to come
+  // means the connection cannot be reused.
+  if (std::string_view why = TargetProblem({req.target().data(), req.target().size()}); !why.empty()) {
+    return SendError(status::bad_request, "Invalid request target: " + std::string(why) + ".",
+                     "invalid_request_error", "", "local", "client_error",
+                     req.chunked() || parser_->content_length().value_or(0) > 0, "invalid_target");
+  }
+  auto len = parser_->content_length();
+  if (len && *len > cfg().max_body_bytes) {
+    return SendError(status::payload_too_large,
+                     "Request body of " + std::to_string(*len) + " bytes exceeds the limit of " +
+                         std::to_string(cfg().max_body_bytes) + " bytes.",
+                     "invalid_request_error", "", "local", "client_error", true);
+  }
+  // Room for simdjson's padding, so the body is parsed where it lies.
+  req.body().reserve((len ? *len : 0) + JsonPadding());
+  if (beast::iequals(req[http::field::expect], "100-continue")) {
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    return asio::async_write(stream_, asio::buffer(kContinue), [self = shared_from_this()](error_code e, size_t) {
+      if (e) return self->OnReadFailed(e);
+      self->DoReadBody();
+    });
+  }
+  DoReadBody();
+}
+
+void HttpConn::DoReadBody() {
+  stream_.expires_at(request_deadline_);
+  auto& req = parser_->get();
+  auto len = parser_->content_length();
+  if (len && *len > kReadChunk && !req.chunked()) return DoReadBodyDirect(*len);
+  http::async_read(stream_, buffer_, *parser_, beast::bind_front_handler(&HttpConn::OnRead, shared_from_this()));
+}
+
+// A large body of known length is read straight into the body string: one
+// copy (the kernel's) instead of socket -> buffer -> body, in reads as large
+// as the socket has data for. Bytes after the body (a pipelined request)
+// stay in buffer_.
+void HttpConn::DoReadBodyDirect(size_t len) {
+  std::string& body = parser_->get().body();
+  body.resize(len);
+  const size_t have = std::min(buffer_.size(), len);
+  std::memcpy(body.data(), buffer_.data().data(), have);
+  buffer_.consume(have);
+  if (have == len) return HandleRequest();
+  asio::async_read(stream_, asio::buffer(body.data() + have, len - have),
+                   [self = shared_from_this()](error_code ec, size_t) {
+                     if (ec) return self->OnReadFailed(ec);  // timeout, reset, or EOF before the body ended
+                     self->HandleRequest();
+                   });
+}
+
+void HttpConn::OnRead(error_code ec, size_t) {
+  if (ec == http::error::body_limit) {
+    return SendError(status::payload_too_large,
+                     "Request body exceeds the limit of " + std::to_string(cfg().max_body_bytes) + " bytes.",
+                     "invalid_request_error", "", "local", "client_error", true);
+  }
+  if (ec && IsParseError(ec)) {
+    return SendError(status::bad_request, "Malformed HTTP request.", "invalid_request_error", "", "local",
+                     "client_error", true);
+  }
+  if (ec) return OnReadFailed(ec);
+  HandleRequest();
+}
+
+// ---- routing ------------------------------------------------------------------
+
+void HttpConn::HandleRequest() {
+  ResetPhases(Clock::now());
+  auto& req = parser_->get();
+  keep_alive_ = req.keep_alive();
+  method_ = req.method();
+  const auto auth = req[http::field::authorization];
+  tenant_ = XXH3_64bits(auth.data(), auth.size());
+  std::string_view target(req.target().data(), req.target().size());
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
+    endpoint_ = "local";
+    if (method_ != http::verb::get && method_ != http::verb::head) {
+      return SendError(status::method_not_allowed, "Method not allowed.", "invalid_request_error", "", "local",
+                       "client_error", false);
+    }
+    if (path == "/healthz") return SendLocal(status::ok, "text/plain", "ok\n");
+    if (path == "/readyz") {
+      bool ready = !srv_->draining && srv_->backends.AnyHealthy();
+      return SendLocal(ready ? status::ok : status::service_unavailable, "text/plain",
+                       ready ? "ready\n" : "not ready\n");
+    }
+    srv_->service.UpdateGauges();
+    return SendLocal(status::ok, "text/plain; version=0.0.4", m().Serialize());
+  }
+  if (path == "/v1/completions" && method_ == http::verb::post) return HandleCompletions();
+  if (path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize") {
+    endpoint_ = "passthrough";
+    return Passthrough("");
+  }
+  endpoint_ = "local";
+  SendError(status::not_found,
+            "Unknown request URL: " + std::string(http::to_string(method_)) + " " + std::string(path) + ".",
+            "invalid_request_error", "", "local", "client_error", false, "unknown_url");
+}
+
+void HttpConn::HandleCompletions() {
+  endpoint_ = "completions";
+  auto& req = parser_->get();
+  body_ = std::make_shared<std::string>(std::move(req.body()));
+  auto creq = std::make_shared<CompletionRequest>();
+  RequestError err;
+  const bool parsed = ParseCompletionRequest(*body_, creq.get(), &err);
+  t_parsed_ = Clock::now();
+  if (!parsed) {
+    return SendError(static_cast<status>(err.status), err.message, err.type, err.param, "completions",
+                     "client_error", false);
+  }
+  model_ = creq->model;
+  ModelRuntime* model = srv_->service.FindModel(creq->model);
+  if (!model) return PassthroughCounted("unknown_model");
+  if (creq->kind == PromptKind::kTokens) return PassthroughCounted("token_prompt");
+  if (!model->ForwardIds()) return PassthroughCounted("text_mode");
+  // The body's UTF-8 was validated by the parser; prompt escapes are checked
+  // by the worker as it unescapes them.
+  SessionRef sref;
+  std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
+  sref.tenant = TokenizeService::TenantHash(auth);
+  sref.anonymous = auth.empty();
+  for (const auto& h : cfg().session_headers) {
+    auto it = req.find(h);
+    if (it != req.end() && !it->value().empty()) {
+      sref.explicit_id.assign(it->value().data(), it->value().size());
+      break;
+    }
+  }
+  auto self = shared_from_this();
+  bool queued = srv_->service.Submit(model, body_, creq, sref, [self](TokenizeResult res) {
+    // On a worker thread: back to the connection's strand.
+    asio::post(self->strand_, [self, res = std::move(res)]() mutable {
+      if (!res.ok) {
+        return self->SendError(status::bad_request, "'prompt' is not a valid JSON string: " + res.error,
+                               "invalid_request_error", "prompt", "completions", "client_error", false);
+      }
+      self->t_worker_start_ = res.worker_start;
+      self->t_worker_end_ = res.worker_end;
+      self->Forward(std::move(res.body), res.session_key);
+    });
+  });
+  if (!queued) {
+    m().counter(metrics::Id::kOverloadPassthrough).Inc();
+    return Passthrough("");
+  }
+}
+
+void HttpConn::PassthroughCounted(std::string_view reason) {
+  m().counter(metrics::Id::kPassthrough, {reason}).Inc();
+  Passthrough("");
+}
+
+void HttpConn::Passthrough(std::string_view session_key) {
+  auto& req = parser_->get();
+  if (!body_) body_ = std::make_shared<std::string>(std::move(req.body()));
+  // Other /v1/ POSTs (chat, embeddings, /tokenize) go to their model's
+  // pool when models have their own.
+  if (model_.empty() && srv_->backends.HasModelPools() && method_ == http::verb::post) {
+    model_ = ModelOfJsonBody(*body_);
+  }
+  ForwardBody fb;
+  fb.pieces.push_back(*body_);
+  fb.owners.push_back(body_);
+  std::string key(session_key);
+  for (const auto& h : cfg().session_headers) {
+    auto it = req.find(h);
+    if (it != req.end()) {
+      key.assign(it->value().data(), it->value().size());
+      break;
+    }
+  }
+  if (key.empty()) key = std::to_string(srv_->passthrough_counter.fetch_add(1));
+  Forward(std::move(fb), key);
+}
+
+// ---- noticing a client that leaves while the backend works ------------------
+// A read on the client socket while the request is at the backend: EOF or
+// an error means the client is gone, so the backend request is cancelled
+// (its connection closed, as nginx does) instead of running to the end.
+// Bytes that arrive instead are a pipelined request: they stay in buffer_.
+// The read is raw (no beast timer), on the strand, and always finished
+// before the connection reads or closes again (AfterWatch).
+
+void HttpConn::WatchClient() {
+  if (watching_) return;
+  watching_ = true;
+  watch_armed_ = true;
+  stream_.socket().async_read_some(buffer_.prepare(kReadChunk),
+                                   asio::bind_executor(strand_, [self = shared_from_this()](error_code ec, size_t n) {
+                                     self->OnClientWatch(ec, n);
+                                   }));
+}
+
+void HttpConn::OnClientWatch(error_code ec, size_t n) {
+  watching_ = false;
+  if (!ec) buffer_.commit(n);
+  if (after_watch_) {
+    auto next = std::move(after_watch_);
+    after_watch_ = nullptr;
+    return next();
+  }
+  if (ec && ec != asio::error::operation_aborted && watch_armed_) Abort("client_closed");
+}
+
+void HttpConn::AfterWatch(std::function<void()> next) {
+  watch_armed_ = false;
+  if (!watching_) return next();
+  after_watch_ = std::move(next);
+  error_code ec;
+  stream_.socket().cancel(ec);
+}
+
+// ---- local responses ----------------------------------------------------------
+
+void HttpConn::SendLocal(status st, std::string_view content_type, std::string body) {
+  SendResponse(st, content_type, std::move(body), "ok", false);
+}
+
+void HttpConn::SendError(status st, std::string message, std::string type, std::string param,
+                         std::string_view endpoint, std::string_view outcome, bool close, std::string code) {
+  endpoint_ = std::string(endpoint);
+  RequestError e;
+  e.status = static_cast<int>(st);
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  if (up_) {
+    up_->close();
+    up_.reset();
+  }
+  SendResponse(st, "application/json", ErrorJson(e), outcome, close);
+}
+
+void HttpConn::SendResponse(status st, std::string_view content_type, std::string body, std::string_view outcome,
+                            bool close) {
+  auto res = std::make_shared<http::response<http::string_body>>(st, 11);
+  res->set(http::field::server, "toktier");
+  res->set(http::field::content_type, content_type);
+  res->body() = std::move(body);
+  if (close || !parser_ || !parser_->is_header_done()) keep_alive_ = false;
+  res->keep_alive(keep_alive_);
+  res->prepare_payload();
+  if (method_ == http::verb::head) res->body().clear();
+  status_ = static_cast<unsigned>(st);
+  outcome_ = std::string(outcome);
+  // The answer is final: a client that reads it and closes at once has not
+  // left early (the watch's EOF must not relabel it client_closed).
+  watch_armed_ = false;
+  stream_.expires_after(std::chrono::milliseconds(cfg().read_timeout_ms));
+  http::async_write(stream_, *res, [self = shared_from_this(), res](error_code ec, size_t) {
+    self->Record(self->outcome_);
+    self->body_.reset();
+    if (ec) return self->DoClose();
+    self->AfterWatch([s = self.get()] {
+      if (!s->keep_alive_) return s->DoLingerClose();
+      s->DoRead();
+    });
+  });
+}
+
+// Phases a request skips (a local answer, a passthrough) log as 0 ms.
+void HttpConn::ResetPhases(Clock::time_point t) {
+  t_body_ = t_parsed_ = t_worker_start_ = t_worker_end_ = t_tokenized_ = t_sent_ = t_up_header_ = t;
+}
+
+void HttpConn::Record(std::string_view outcome) {
+  if (recorded_) return;
+  recorded_ = true;
+  m().counter(metrics::Id::kRequests, {endpoint_, outcome}).Inc();
+  m().histogram(metrics::Id::kRequestDuration, {endpoint_}).Observe(Seconds(t_start_, Clock::now()));
+  if (cfg().log_requests) {
+    auto ms = [](Clock::time_point a, Clock::time_point b) { return std::max(0.0, Seconds(a, b) * 1e3); };
+    const auto now = Clock::now();
+    std::fprintf(stderr,
+                 "toktier: %s %u %s %.3f ms (body %.3f, tokenize %.3f [parse %.3f, queue %.3f, worker %.3f, "
+                 "return %.3f], forward %.3f, backend header %.3f, relay %.3f)\n",
+                 endpoint_.c_str(), status_, std::string(outcome).c_str(), ms(t_start_, now), ms(t_start_, t_body_),
+                 ms(t_body_, t_tokenized_), ms(t_body_, t_parsed_), ms(t_parsed_, t_worker_start_),
+                 ms(t_worker_start_, t_worker_end_), ms(t_worker_end_, t_tokenized_), ms(t_tokenized_, t_sent_),
+                 ms(t_sent_, t_up_header_), ms(t_up_header_, now));
+  }
+}
+
+void HttpConn::DoClose() {
+  error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+// Closing with request bytes unread (413, malformed): send FIN, then discard
+// what the client still sends for a while, so that the kernel does not
+// answer with a reset that could destroy the error response in flight.
+void HttpConn::DoLingerClose() {
+  error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (!linger_buf_) linger_buf_.reset(new char[16384]);
+  stream_.expires_after(std::chrono::seconds(2));
+  stream_.async_read_some(asio::buffer(linger_buf_.get(), 16384), [self = shared_from_this()](error_code e, size_t) {
+    if (e) return self->stream_.close();
+    self->DoLingerClose();
+  });
+}
+
+}  // namespace toktier::proxy
