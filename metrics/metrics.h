@@ -36,6 +36,10 @@ namespace toktier::metrics {
   X(kGuardTextMode, Gauge, "toktier_tokenizer_guard_text_mode", "model",                                          \
     "1 when the guard switched the model to text forwarding after an ID mismatch")                                 \
   X(kLiveSessions, Gauge, "toktier_live_sessions", "", "States held in the memory tier of the state store")        \
+  X(kMemoryBudget, Gauge, "toktier_memory_budget_bytes", "",                                                    \
+    "Budget for what the proxy keeps per session (store.memory_budget_bytes)")                                     \
+  X(kMemoryBytes, Gauge, "toktier_memory_bytes", "part",                                                          \
+    "Bytes kept per session, charged against the budget, by part (state, cache, index)")                           \
   X(kOverloadPassthrough, Counter, "toktier_overload_passthrough_total", "",                                      \
     "Prompts forwarded as text because the tokenization queue was full")                                           \
   X(kPassthrough, Counter, "toktier_passthrough_total", "reason",                                                 \

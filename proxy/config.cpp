@@ -119,8 +119,8 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
     return false;
   }
   static const char* kKnown[] = {"listen", "port", "io_threads", "workers", "worker_queue_capacity", "models",
-                                 "backends", "session_headers", "implicit_sessions", "state", "limits", "health",
-                                 "guard", "shadow_sample_rate", "store", "log_requests"};
+                                 "large_prompt_bytes", "large_workers", "backends", "session_headers",
+                                 "implicit_sessions", "state", "limits", "health", "guard", "shadow_sample_rate", "store", "log_requests"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : kKnown) ok |= it.key() == k;
@@ -133,6 +133,8 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
   if (!Get(j, "listen", &c->listen_address, error) || !Get(j, "port", &port, error) ||
       !Get(j, "io_threads", &c->io_threads, error) || !Get(j, "workers", &c->workers, error) ||
       !Get(j, "worker_queue_capacity", &c->worker_queue_capacity, error) || !Get(j, "backends", &c->backends, error) ||
+      !Get(j, "large_prompt_bytes", &c->large_prompt_bytes, error) ||
+      !Get(j, "large_workers", &c->large_workers, error) ||
       !Get(j, "session_headers", &c->session_headers, error) ||
       !Get(j, "implicit_sessions", &c->implicit_sessions, error) || !Get(j, "state", &c->state_enabled, error) ||
       !Get(j, "shadow_sample_rate", &c->shadow_sample_rate, error) || !Get(j, "log_requests", &c->log_requests, error))

@@ -27,6 +27,15 @@ struct Config {
   int io_threads = 2;
   int workers = 2;
   size_t worker_queue_capacity = 256;  // per worker; full -> forward text (overload passthrough)
+  // A job whose new prompt bytes (not shared with its session's previous
+  // prompt, as the worker's cache knows it) reach this goes to the large lane,
+  // so one huge full tokenization does not hold up the small requests of
+  // other sessions pinned to the same worker. The session's later requests
+  // wait for it (order per session is kept). Default 1 MiB.
+  size_t large_prompt_bytes = size_t{1} << 20;
+  // Threads of the large lane (its queue holds worker_queue_capacity jobs;
+  // full -> forward text). 0: no large lane, every job on its worker.
+  int large_workers = 1;
 
   std::vector<ModelConfig> models;
   std::vector<std::string> backends = {"http://127.0.0.1:8001"};

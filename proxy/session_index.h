@@ -4,10 +4,17 @@
 // prefix. The deepest level that matches names the state sharing the longest
 // prefix with the new prompt. A wrong or stale entry only costs speed: the
 // repair compares the texts itself, so IDs stay exact.
+//
+// Bounded by bytes (its share of the memory budget): over it, the oldest
+// records go first. Persistence: each implicit state's commit carries its
+// entry as a store tag (EncodeTag), so after a restart the index is rebuilt
+// from the states on disk (DecodeTag, oldest first, so the newest holder of a
+// prefix wins), with their TTL.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -19,8 +26,11 @@ namespace toktier::proxy {
 class SessionIndex {
  public:
   static constexpr size_t kBaseBlock = 512;
+  // Charged per entry besides its key: hash node, Entry, bucket slot and its
+  // share of the eviction order.
+  static constexpr size_t kEntryOverhead = 128;
 
-  explicit SessionIndex(size_t max_entries = size_t{1} << 20) : max_entries_(max_entries) {}
+  explicit SessionIndex(size_t max_bytes = size_t{32} << 20) : max_bytes_(max_bytes) {}
 
   // Hashes of text[0 : kBaseBlock << k] for every level that fits.
   static std::vector<uint64_t> PrefixHashes(std::string_view text, uint64_t tenant);
@@ -36,18 +46,32 @@ class SessionIndex {
   void Record(const std::vector<uint64_t>& hashes, const std::string& key, size_t text_bytes);
 
   size_t size() const;
+  // Bytes charged against the budget (keys + kEntryOverhead per entry).
+  size_t bytes() const;
+
+  // The store tag that persists a Record (hashes, key, text bytes), and its
+  // reading (false on anything malformed).
+  static std::string EncodeTag(const std::vector<uint64_t>& hashes, std::string_view key, size_t text_bytes);
+  static bool DecodeTag(std::string_view tag, std::vector<uint64_t>* hashes, std::string* key, size_t* text_bytes);
 
  private:
   struct Entry {
     std::string key;
-    size_t text_bytes;
+    size_t text_bytes = 0;
+    uint64_t seq = 0;  // the Record that wrote it (eviction order)
   };
   static constexpr size_t kShards = 16;
   struct Shard {
     mutable std::mutex mu;
     std::unordered_map<uint64_t, Entry> map;
+    std::deque<std::pair<uint64_t, uint64_t>> order;  // (hash, seq), oldest first; may hold stale pairs
+    size_t bytes = 0;
+    uint64_t next_seq = 0;
   };
-  size_t max_entries_;
+  static size_t EntryBytes(const Entry& e) { return kEntryOverhead + e.key.capacity(); }
+  void EvictLocked(Shard& sh);
+
+  size_t max_bytes_;
   Shard shards_[kShards];
 };
 

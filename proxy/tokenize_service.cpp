@@ -5,9 +5,13 @@
 #include <algorithm>
 #include <cassert>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
+#include <malloc.h>
 #include <pthread.h>
+#include <unistd.h>
+#include <random>
 
 #include "proxy/tokenizer_files.h"
 
@@ -30,8 +34,45 @@ constexpr std::string_view kComma = ",";
 
 }  // namespace
 
+namespace {
+
+// The memory budget's split (docs/proxy.md "Memory"): the store's memory
+// tier gets half, the content-addressing index 1/32, the session caches the
+// rest.
+size_t StoreBudget(size_t budget) { return budget / 2; }
+size_t IndexBudget(size_t budget) { return budget / 32; }
+size_t CacheBudget(size_t budget) { return budget - StoreBudget(budget) - IndexBudget(budget); }
+
+// Linear counting of tenants: 2^20 bits (128 KiB), exact in practice for a
+// few thousand tenants, within about 1% up to a few million.
+constexpr size_t kTenantBits = size_t{1} << 20;
+
+// Explicit session ids longer than this are keyed by their 128-bit hash, so
+// per-session bookkeeping does not hold 64 KiB header values.
+constexpr size_t kMaxRawSessionId = 128;
+
+// After a job over this many prompt bytes, scratch buffers are released and
+// malloc returns free pages to the system.
+constexpr size_t kReleaseAfterBytes = size_t{4} << 20;
+
+}  // namespace
+
 TokenizeService::TokenizeService(const Config& config, metrics::Metrics* metrics)
-    : config_(config), metrics_(metrics) {}
+    : config_(config),
+      metrics_(metrics),
+      index_(IndexBudget(config.memory_budget_bytes)),
+      tenant_bits_(kTenantBits / 64, 0),
+      tenant_zero_bits_(kTenantBits) {
+  // 128 random bits for the implicit keys of this process.
+  try {
+    std::random_device rd;
+    for (uint64_t& x : key_salt_) x = (uint64_t{rd()} << 32) ^ rd();
+  } catch (...) {
+    // No entropy source: the clock and the address space still differ per run.
+    key_salt_[0] = static_cast<uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    key_salt_[1] = reinterpret_cast<uintptr_t>(this) ^ (static_cast<uint64_t>(getpid()) << 32);
+  }
+}
 
 TokenizeService::~TokenizeService() { Stop(); }
 
@@ -58,7 +99,7 @@ bool TokenizeService::Init(std::string* error) {
   if (config_.state_enabled) {
     store::StoreOptions so;
     so.path = config_.data_dir;
-    so.memory_budget_bytes = config_.memory_budget_bytes;
+    so.memory_budget_bytes = StoreBudget(config_.memory_budget_bytes);
     so.ttl = std::chrono::seconds(config_.ttl_seconds);
     so.write_queue_capacity = config_.write_queue_capacity;
     so.allow_memory_only_fallback = config_.allow_memory_only_fallback;
@@ -68,6 +109,23 @@ bool TokenizeService::Init(std::string* error) {
     if (!store_) {
       *error = "state store: " + st.message();
       return false;
+    }
+    if (config_.implicit_sessions) {
+      // Content addressing survives restarts: every implicit state carries
+      // its index entry as a tag. Oldest first, so the newest holder of a
+      // shared prefix wins; expired states are skipped by the store.
+      std::vector<std::pair<int64_t, std::string>> tags;
+      const size_t max_tags = IndexBudget(config_.memory_budget_bytes) / SessionIndex::kEntryOverhead + 1;
+      store_->ForEachTag([&](std::string_view tag, int64_t t) {
+        if (tags.size() < max_tags) tags.emplace_back(t, std::string(tag));
+      });
+      std::sort(tags.begin(), tags.end());
+      std::vector<uint64_t> hashes;
+      std::string key;
+      size_t text_bytes = 0;
+      for (const auto& [t, tag] : tags) {
+        if (SessionIndex::DecodeTag(tag, &hashes, &key, &text_bytes)) index_.Record(hashes, key, text_bytes);
+      }
     }
   }
   if (config_.shadow_sample_rate > 0) {
@@ -105,6 +163,13 @@ void TokenizeService::Start() {
       Run(wp);
     });
   }
+  const int lanes = std::clamp(config_.large_workers, 0, 64);
+  for (int i = 0; i < lanes; ++i) {
+    large_.threads.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "toktier-large");
+      RunLarge();
+    });
+  }
 }
 
 void TokenizeService::Stop() {
@@ -114,9 +179,20 @@ void TokenizeService::Stop() {
     std::lock_guard<std::mutex> lock(w->mu);
     w->cv.notify_all();
   }
+  // Workers finish their queues and wait for their jobs on the large lane,
+  // which keeps running until they are gone.
   for (auto& w : workers_) {
     if (w->thread.joinable()) w->thread.join();
   }
+  {
+    std::lock_guard<std::mutex> lock(large_.mu);
+    large_.stopping = true;
+  }
+  large_.cv.notify_all();
+  for (auto& t : large_.threads) {
+    if (t.joinable()) t.join();
+  }
+  large_.threads.clear();
   workers_.clear();
   if (store_) store_->Flush();
 }
@@ -134,26 +210,50 @@ std::vector<ModelRuntime*> TokenizeService::Models() {
 
 size_t TokenizeService::QueueDepth() const { return queued_.load(std::memory_order_relaxed); }
 
+std::string TokenizeService::NewImplicitKey(const std::string& tenant) {
+  const uint64_t n = implicit_counter_.fetch_add(1, std::memory_order_relaxed);
+  uint64_t in[3] = {key_salt_[0], key_salt_[1], n};
+  XXH128_hash_t h = XXH3_128bits(in, sizeof in);
+  return tenant + "i:" + Hex(h.high64) + Hex(h.low64);
+}
+
+void TokenizeService::CountTenant(uint64_t tenant) {
+  const uint64_t bit = XXH3_64bits(&tenant, sizeof tenant) & (kTenantBits - 1);
+  std::lock_guard<std::mutex> lock(tenants_mu_);
+  uint64_t& word = tenant_bits_[bit / 64];
+  const uint64_t mask = uint64_t{1} << (bit % 64);
+  if (word & mask) return;
+  word |= mask;
+  --tenant_zero_bits_;
+  // n ~ -m ln(zero fraction); saturates near m ln m when every bit is set.
+  const double m = static_cast<double>(kTenantBits);
+  const double zeros = std::max<double>(1.0, static_cast<double>(tenant_zero_bits_));
+  metrics_->gauge(metrics::Id::kTenants).Set(std::round(-m * std::log(zeros / m)));
+}
+
 bool TokenizeService::Submit(ModelRuntime* model, std::shared_ptr<const std::string> body,
                              std::shared_ptr<CompletionRequest> req, const SessionRef& session, Done done) {
   assert(model && body && req && !req->prompts.empty());
   Job job;
   job.model = model;
   job.anonymous = session.anonymous;
+  job.session_header = !session.explicit_id.empty();
   const size_t n = req->prompts.size();
   job.keys.resize(n);
   job.hashes.resize(n);
   job.implicit.assign(n, false);
   const std::string tenant = "t" + Hex(session.tenant) + ":";
-  if (!session.anonymous) {
-    std::lock_guard<std::mutex> lock(tenants_mu_);
-    if (tenants_.emplace(session.tenant, true).second)
-      metrics_->gauge(metrics::Id::kTenants).Set(static_cast<double>(tenants_.size()));
-  }
+  if (!session.anonymous) CountTenant(session.tenant);
   if (store_) {
     if (!session.explicit_id.empty()) {
+      std::string id = session.explicit_id;
+      if (id.size() > kMaxRawSessionId) {
+        XXH128_hash_t h = XXH3_128bits(id.data(), id.size());
+        id = "h" + Hex(h.high64) + Hex(h.low64);
+      }
+      job.pin = tenant + "x:" + id;
       for (size_t i = 0; i < n; ++i) {
-        job.keys[i] = tenant + "x:" + session.explicit_id;
+        job.keys[i] = job.pin;
         if (n > 1) job.keys[i] += "#" + std::to_string(i);
       }
     } else if (config_.implicit_sessions && n == 1) {
@@ -168,33 +268,23 @@ bool TokenizeService::Submit(ModelRuntime* model, std::shared_ptr<const std::str
         // of it (a deeper level would have matched otherwise); a prompt that
         // branches off early (another conversation with the same system
         // prompt) gets its own state instead of thrashing that one.
-        if (!m.key.empty() && m.state_bytes < 2 * m.matched_bytes) {
-          job.keys[0] = m.key;
-        } else {
-          job.keys[0] = tenant + "i:" + Hex(job.hashes[0][0]) + "-" +
-                        std::to_string(implicit_counter_.fetch_add(1, std::memory_order_relaxed));
-        }
+        job.keys[0] = !m.key.empty() && m.state_bytes < 2 * m.matched_bytes ? m.key : NewImplicitKey(tenant);
+        job.pin = job.keys[0];
       }
     }
   }
-  // Pin by the key (the first item's; item keys of one request share it).
-  size_t wi;
-  if (!job.keys[0].empty()) {
-    std::string_view pin = job.keys[0];
-    if (size_t h = pin.rfind('#'); h != std::string_view::npos && !session.explicit_id.empty() && n > 1)
-      pin = pin.substr(0, h);
-    wi = XXH3_64bits(pin.data(), pin.size()) % workers_.size();
-  } else {
-    wi = next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size();
-  }
+  // Pin by the session (stateless jobs go round robin).
+  const size_t wi = !job.pin.empty() ? XXH3_64bits(job.pin.data(), job.pin.size()) % workers_.size()
+                                     : next_worker_.fetch_add(1, std::memory_order_relaxed) % workers_.size();
   job.body = std::move(body);
   job.req = std::move(req);
   job.done = std::move(done);
   Worker* w = workers_[wi].get();
   {
     std::lock_guard<std::mutex> lock(w->mu);
-    if (stopping_ || w->queue.size() >= config_.worker_queue_capacity) return false;
+    if (stopping_ || w->backlog.load(std::memory_order_relaxed) >= config_.worker_queue_capacity) return false;
     w->queue.push_back(std::move(job));
+    w->backlog.fetch_add(1, std::memory_order_relaxed);
     queued_.fetch_add(1, std::memory_order_relaxed);
   }
   w->cv.notify_one();
@@ -204,21 +294,217 @@ bool TokenizeService::Submit(ModelRuntime* model, std::shared_ptr<const std::str
 void TokenizeService::Run(Worker* w) {
   for (;;) {
     Job job;
+    LargeJob back;
+    bool have_back = false;
     {
       std::unique_lock<std::mutex> lock(w->mu);
-      w->cv.wait(lock, [&] { return stopping_ || !w->queue.empty(); });
-      if (w->queue.empty()) return;  // stopping and drained
-      job = std::move(w->queue.front());
-      w->queue.pop_front();
+      // Stopping: finish the queue and wait for the jobs on the large lane
+      // (their sessions' parked jobs come back to this queue).
+      w->cv.wait(lock, [&] {
+        return !w->returned.empty() || !w->queue.empty() || (stopping_ && w->outstanding == 0);
+      });
+      if (!w->returned.empty()) {
+        back = std::move(w->returned.front());
+        w->returned.pop_front();
+        have_back = true;
+      } else if (!w->queue.empty()) {
+        job = std::move(w->queue.front());
+        w->queue.pop_front();
+      } else {
+        return;  // stopping and drained
+      }
     }
-    queued_.fetch_sub(1, std::memory_order_relaxed);
-    Process(w, job);
+    if (have_back) {
+      OnLargeDone(w, back);
+    } else {
+      Dispatch(w, job);
+    }
   }
 }
 
-void TokenizeService::Process(Worker* w, Job& job) {
+void TokenizeService::Dispatch(Worker* w, Job& job) {
+  if (!job.pin.empty()) {
+    auto p = w->parked.find(job.pin);
+    if (p != w->parked.end()) {
+      // Its session is on the large lane: run after it, in order.
+      p->second.push_back(std::move(job));
+      return;
+    }
+  }
+  if (!large_.threads.empty() && IsLarge(w, job)) {
+    if (SendLarge(w, job)) return;
+    w->backlog.fetch_sub(1, std::memory_order_relaxed);
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    return Passthrough(job);
+  }
+  w->backlog.fetch_sub(1, std::memory_order_relaxed);
+  queued_.fetch_sub(1, std::memory_order_relaxed);
+  size_t bytes = 0;
+  for (size_t i = 0; i < job.req->prompts.size(); ++i) bytes += RawPrompt(*job.body, *job.req, i).size();
+  Process(&w->cache, &w->text, job);
+  CacheTrim(&w->cache, CacheCapPerWorker());
+  AfterJob(&w->text, bytes);
+}
+
+bool TokenizeService::IsLarge(Worker* w, const Job& job) {
+  const CompletionRequest& req = *job.req;
+  size_t total = 0;
+  for (size_t i = 0; i < req.prompts.size(); ++i) total += RawPrompt(*job.body, req, i).size();
+  if (total < config_.large_prompt_bytes) return false;
+  // New bytes: what the session's cached previous prompt does not share
+  // (a continuation of a long conversation is small work).
+  size_t fresh = 0;
+  for (size_t i = 0; i < req.prompts.size(); ++i) {
+    std::string_view raw = RawPrompt(*job.body, req, i);
+    auto it = job.keys[i].empty() ? w->cache.items.end() : w->cache.items.find(job.keys[i]);
+    if (it != w->cache.items.end() && !it->second.sc.checkpoints.empty()) {
+      fresh += raw.size() - core::CommonPrefixLength(it->second.sc.raw, raw);
+    } else {
+      fresh += raw.size();
+    }
+  }
+  return fresh >= config_.large_prompt_bytes;
+}
+
+bool TokenizeService::SendLarge(Worker* w, Job& job) {
+  {
+    std::lock_guard<std::mutex> lock(large_.mu);
+    if (large_.stopping || large_.queue.size() >= config_.worker_queue_capacity) return false;
+    large_.queue.emplace_back();
+    LargeJob& lj = large_.queue.back();
+    lj.from = w;
+    for (const std::string& key : job.keys) {
+      if (!key.empty()) CacheMove(&w->cache, &lj.caches, key);
+    }
+    if (!job.pin.empty()) w->parked.try_emplace(job.pin);
+    lj.job = std::move(job);
+    ++w->outstanding;
+  }
+  large_.cv.notify_one();
+  return true;
+}
+
+void TokenizeService::RunLarge() {
+  std::string scratch;
+  for (;;) {
+    LargeJob lj;
+    {
+      std::unique_lock<std::mutex> lock(large_.mu);
+      large_.cv.wait(lock, [&] { return large_.stopping || !large_.queue.empty(); });
+      if (large_.queue.empty()) return;  // stopping and drained
+      lj = std::move(large_.queue.front());
+      large_.queue.pop_front();
+    }
+    Worker* w = lj.from;
+    w->backlog.fetch_sub(1, std::memory_order_relaxed);
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+    size_t bytes = 0;
+    for (size_t i = 0; i < lj.job.req->prompts.size(); ++i) bytes += RawPrompt(*lj.job.body, *lj.job.req, i).size();
+    Process(&lj.caches, &scratch, lj.job);
+    lj.job.body.reset();  // the request's memory goes with its response, not with the return trip
+    lj.job.req.reset();
+    AfterJob(&scratch, bytes);
+    {
+      std::lock_guard<std::mutex> lock(w->mu);
+      w->returned.push_back(std::move(lj));
+    }
+    w->cv.notify_one();
+  }
+}
+
+void TokenizeService::OnLargeDone(Worker* w, LargeJob& lj) {
+  --w->outstanding;
+  while (!lj.caches.lru.empty()) {
+    std::string key = lj.caches.lru.back();
+    CacheErase(&w->cache, key);  // none expected: the session was parked
+    CacheMove(&lj.caches, &w->cache, key);
+  }
+  CacheTrim(&w->cache, CacheCapPerWorker());
+  if (lj.job.pin.empty()) return;
+  auto p = w->parked.find(lj.job.pin);
+  if (p == w->parked.end()) return;
+  std::deque<Job> next = std::move(p->second);
+  w->parked.erase(p);
+  // They were submitted before anything of that session still queued.
+  std::lock_guard<std::mutex> lock(w->mu);
+  for (auto it = next.rbegin(); it != next.rend(); ++it) w->queue.push_front(std::move(*it));
+}
+
+void TokenizeService::Passthrough(Job& job) {
+  metrics_->counter(metrics::Id::kOverloadPassthrough).Inc();
+  TokenizeResult res;
+  res.session_key = job.pin;
+  res.body.owners.push_back(job.body);
+  res.body.pieces.push_back(*job.body);
+  job.done(std::move(res));
+}
+
+void TokenizeService::AfterJob(std::string* scratch, size_t bytes) {
+  if (bytes < kReleaseAfterBytes) return;
+  // A huge prompt's transient buffers (parse, unescape, encode, serialize)
+  // were freed, but glibc keeps freed heap pages; give them back.
+  std::string().swap(*scratch);
+  malloc_trim(0);
+}
+
+size_t TokenizeService::CacheCapPerWorker() const {
+  return CacheBudget(config_.memory_budget_bytes) / std::max<size_t>(1, workers_.size());
+}
+
+TokenizeService::CacheSet::Item& TokenizeService::CacheTake(CacheSet* cs, const std::string& key) {
+  auto [it, inserted] = cs->items.try_emplace(key);
+  CacheSet::Item& item = it->second;
+  if (inserted) {
+    cs->lru.push_front(key);
+    item.lru = cs->lru.begin();
+  } else {
+    cs->lru.splice(cs->lru.begin(), cs->lru, item.lru);
+    cs->bytes -= item.charged;
+    cache_bytes_.fetch_sub(item.charged, std::memory_order_relaxed);
+    item.charged = 0;
+  }
+  return item;
+}
+
+void TokenizeService::CachePut(CacheSet* cs, CacheSet::Item& item, const std::string& key) {
+  item.charged = item.sc.Bytes() + 2 * key.size() + kCacheEntryOverhead;
+  cs->bytes += item.charged;
+  cache_bytes_.fetch_add(item.charged, std::memory_order_relaxed);
+}
+
+void TokenizeService::CacheErase(CacheSet* cs, const std::string& key) {
+  auto it = cs->items.find(key);
+  if (it == cs->items.end()) return;
+  cs->bytes -= it->second.charged;
+  cache_bytes_.fetch_sub(it->second.charged, std::memory_order_relaxed);
+  cs->lru.erase(it->second.lru);
+  cs->items.erase(it);
+}
+
+void TokenizeService::CacheMove(CacheSet* from, CacheSet* to, const std::string& key) {
+  auto it = from->items.find(key);
+  if (it == from->items.end()) return;
+  // The bytes stay charged (they only change hands).
+  CacheSet::Item item = std::move(it->second);
+  from->bytes -= item.charged;
+  from->lru.erase(item.lru);
+  from->items.erase(it);
+  to->lru.push_front(key);
+  item.lru = to->lru.begin();
+  to->bytes += item.charged;
+  to->items.emplace(key, std::move(item));
+}
+
+void TokenizeService::CacheTrim(CacheSet* cs, size_t cap) {
+  while (cs->bytes > cap && !cs->lru.empty()) {
+    std::string key = cs->lru.back();
+    CacheErase(cs, key);
+  }
+}
+
+void TokenizeService::Process(CacheSet* cs, std::string* scratch, Job& job) {
   try {
-    ProcessOrThrow(w, job);
+    ProcessOrThrow(cs, scratch, job);
   } catch (const std::exception& e) {
     // Only the generic regex path can throw (PCRE2 resource limits on a
     // pathological input), or an allocation. The text goes to the engine
@@ -228,7 +514,7 @@ void TokenizeService::Process(Worker* w, Job& job) {
     for (const auto& key : job.keys) {
       if (key.empty()) continue;
       if (store_) store_->Erase(key);
-      w->serial.erase(key);
+      CacheErase(cs, key);
     }
     metrics_->counter(metrics::Id::kPassthrough, {"tokenizer_error"}).Inc();
     TokenizeResult res;
@@ -239,7 +525,7 @@ void TokenizeService::Process(Worker* w, Job& job) {
   }
 }
 
-void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
+void TokenizeService::ProcessOrThrow(CacheSet* cs, std::string* scratch, Job& job) {
   const CompletionRequest& req = *job.req;
   const std::string& body = *job.body;
   TokenizeResult res;
@@ -251,7 +537,7 @@ void TokenizeService::ProcessOrThrow(Worker* w, Job& job) {
   const bool list = req.kind != PromptKind::kString;
   if (list) fb.pieces.push_back(kOpen);
   for (size_t i = 0; i < req.prompts.size(); ++i) {
-    auto s = TokenizeOne(w, job, i, &res.error);
+    auto s = TokenizeOne(cs, scratch, job, i, &res.error);
     if (!s) {
       // A bad escape: the client gets a 400; states of earlier items were
       // updated with valid texts and stay.
@@ -305,21 +591,24 @@ bool TokenizeService::UnescapePrompt(std::string_view raw, const core::TokenStat
   return ok;
 }
 
-std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& job, size_t item,
-                                                                std::string* error) {
+std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, std::string* scratch, Job& job,
+                                                                size_t item, std::string* error) {
   const CompletionRequest& req = *job.req;
   const std::string_view raw = RawPrompt(*job.body, req, item);
   const core::Tokenizer& tok = *job.model->tokenizer;
   const bool add_special = req.has_add_special_tokens ? req.add_special_tokens : job.model->config.add_special_tokens;
   const std::string& key = job.keys[item];
-  const std::string_view session_kind = job.implicit[item] ? "implicit" : "explicit";
+  // explicit: the request named its session; implicit: content addressing;
+  // none: neither (a prompt list without a session header, or implicit
+  // sessions turned off).
+  const std::string_view session_kind = job.implicit[item] ? "implicit" : job.session_header ? "explicit" : "none";
   const std::string_view tenant_kind = job.anonymous ? "anonymous" : "authenticated";
   const bool quarantined = shadow_ && shadow_->IsQuarantined(tok.version_hash());
   auto t0 = Clock::now();
 
   if (key.empty() || !store_) {
     // Stateless: a full tokenization.
-    std::string& text = w->text;
+    std::string& text = *scratch;
     text.clear();
     if (!UnescapeJsonString(raw, &text, 0, nullptr, error)) return nullptr;
     std::vector<uint32_t> ids;
@@ -339,11 +628,11 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
 
   store::LookupResult lr = store::LookupResult::kMiss;
   std::shared_ptr<core::TokenState> st = store_->Acquire(key, tok.version_hash(), &lr);
-  SerialCache& sc = w->serial[key];
-  w->serial_bytes -= std::min(w->serial_bytes, sc.Bytes());
+  CacheSet::Item& item_cache = CacheTake(cs, key);
+  SerialCache& sc = item_cache.sc;
   size_t known_prefix = 0;
   if (!UnescapePrompt(raw, st.get(), &sc, &known_prefix, error)) {
-    w->serial_bytes += sc.Bytes();
+    CachePut(cs, item_cache, key);
     return nullptr;
   }
   const std::string& text = sc.prompt_text;
@@ -365,8 +654,14 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   size_t kept_bytes = o.path == core::RepairPath::kFull       ? 0
                       : o.path == core::RepairPath::kUnchanged ? text.size()
                                                                : o.sync_point;
-  store_->Commit(key, st, kept_bytes);
-  if (job.implicit[item] && !job.hashes[item].empty()) index_.Record(job.hashes[item], key, raw.size());
+  if (job.implicit[item] && !job.hashes[item].empty()) {
+    // The index entry is stored with the state (same write), so content
+    // addressing finds it again after a restart.
+    store_->Commit(key, st, kept_bytes, SessionIndex::EncodeTag(job.hashes[item], key, raw.size()));
+    index_.Record(job.hashes[item], key, raw.size());
+  } else {
+    store_->Commit(key, st, kept_bytes);
+  }
 
   // Serialized IDs: reuse the cached prefix when it belongs to this state.
   const auto& ids = st->ids();
@@ -399,21 +694,30 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(Worker* w, Job& 
   }
   sc.state = st;
   sc.ntokens = ids.size();
-  w->serial_bytes += sc.Bytes();
+  CachePut(cs, item_cache, key);
   // SHADOW HOOK: sampled results are re-tokenized from scratch off the request path.
   if (shadow_ && !quarantined) shadow_->MaybeSubmit(job.model->tokenizer, text, add_special, ids);
-  std::shared_ptr<const std::string> out = sc.text;
-  // Bound the cache: half the memory budget across workers; start over when over.
-  if (w->serial_bytes > config_.memory_budget_bytes / 2 / std::max<size_t>(1, workers_.size())) {
-    w->serial.clear();
-    w->serial_bytes = 0;
-  }
-  return out;
+  // The cache is bounded by the caller (CacheTrim after the job).
+  return sc.text;
+}
+
+TokenizeService::MemoryUse TokenizeService::Memory() const {
+  MemoryUse m;
+  m.budget = config_.memory_budget_bytes;
+  if (store_) m.state = store_->Stats().memory_bytes;
+  m.cache = cache_bytes_.load(std::memory_order_relaxed);
+  m.index = index_.bytes();
+  return m;
 }
 
 void TokenizeService::UpdateGauges() {
   metrics_->gauge(metrics::Id::kTokenizationQueueDepth).Set(static_cast<double>(QueueDepth()));
   if (!store_) return;
+  const MemoryUse mem = Memory();
+  metrics_->gauge(metrics::Id::kMemoryBudget).Set(static_cast<double>(mem.budget));
+  metrics_->gauge(metrics::Id::kMemoryBytes, {"state"}).Set(static_cast<double>(mem.state));
+  metrics_->gauge(metrics::Id::kMemoryBytes, {"cache"}).Set(static_cast<double>(mem.cache));
+  metrics_->gauge(metrics::Id::kMemoryBytes, {"index"}).Set(static_cast<double>(mem.index));
   store::StoreStats s = store_->Stats();
   using metrics::Id;
   metrics_->gauge(Id::kLiveSessions).Set(static_cast<double>(s.live_states));

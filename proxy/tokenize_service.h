@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -70,17 +71,19 @@ class TokenizeService {
   TokenizeService(const Config& config, metrics::Metrics* metrics);
   ~TokenizeService();
 
-  // Loads the tokenizers and opens the store. False and *error on failure.
+  // Loads the tokenizers, opens the store and rebuilds the content-addressing
+  // index from the states on disk. False and *error on failure.
   bool Init(std::string* error);
   void Start();
-  void Stop();  // joins the workers (queued jobs are finished first)
+  void Stop();  // joins the workers and the large lane (queued jobs are finished first)
 
   ModelRuntime* FindModel(std::string_view name);
   std::vector<ModelRuntime*> Models();
 
   // Queues the tokenization of a parsed request (`body` holds the original
-  // bytes; req.prompts the texts). `done` runs on a worker thread. False when
-  // the worker's queue is full (the caller forwards the text unchanged).
+  // bytes; req.prompts the texts). `done` runs on a worker (or large-lane)
+  // thread. False when the worker's queue is full (the caller forwards the
+  // text unchanged).
   using Done = std::function<void(TokenizeResult)>;
   bool Submit(ModelRuntime* model, std::shared_ptr<const std::string> body, std::shared_ptr<CompletionRequest> req,
               const SessionRef& session, Done done);
@@ -88,9 +91,19 @@ class TokenizeService {
   store::StateStore* store() { return store_.get(); }
   core::ShadowVerifier* shadow() { return shadow_.get(); }
   size_t QueueDepth() const;
-  // Publishes store stats and queue depth into the metrics (on scrape).
+  // Publishes store stats, memory use and queue depth into the metrics (on scrape).
   void UpdateGauges();
   static uint64_t TenantHash(std::string_view authorization);
+
+  // What the proxy keeps per session, charged against
+  // store.memory_budget_bytes (docs/proxy.md "Memory"): the store's memory
+  // tier (half the budget), the workers' session caches (raw prompt, text,
+  // serialized IDs) and the content-addressing index.
+  struct MemoryUse {
+    size_t state = 0, cache = 0, index = 0, budget = 0;
+    size_t total() const { return state + cache + index; }
+  };
+  MemoryUse Memory() const;
 
  private:
   struct Job {
@@ -100,7 +113,11 @@ class TokenizeService {
     std::vector<std::string> keys;  // per prompt ("" = no state)
     std::vector<std::vector<uint64_t>> hashes;  // per prompt (implicit sessions)
     std::vector<bool> implicit;
+    // The session the job belongs to ("" = none): its jobs run in order and
+    // never two at once (also across the worker and the large lane).
+    std::string pin;
     bool anonymous = true;
+    bool session_header = false;  // the request named its session
     Done done;
   };
   // Per session, on its worker: what makes the next request proportional to
@@ -122,23 +139,67 @@ class TokenizeService {
              checkpoints.capacity() * sizeof(JsonStringCheckpoint) + prompt_text.capacity();
     }
   };
+  // Session caches, least recently used last. A worker owns one; a job sent
+  // to the large lane carries its sessions' entries in its own and brings
+  // them back. Bytes are charged to cache_bytes_ (all sets together).
+  struct CacheSet {
+    struct Item {
+      SerialCache sc;
+      std::list<std::string>::iterator lru;
+      size_t charged = 0;
+    };
+    std::unordered_map<std::string, Item> items;
+    std::list<std::string> lru;
+    size_t bytes = 0;
+  };
+  struct Worker;
+  // A job on the large lane with its sessions' cache entries; sent back to
+  // its worker when done (the entries return, the session's parked jobs run).
+  struct LargeJob {
+    Worker* from = nullptr;
+    Job job;
+    CacheSet caches;
+  };
   struct Worker {
     std::mutex mu;
     std::condition_variable cv;
     std::deque<Job> queue;
+    std::deque<LargeJob> returned;  // from the large lane
+    std::atomic<size_t> backlog{0};  // submitted, not yet started (queue + parked + large lane)
     std::thread thread;
-    std::unordered_map<std::string, SerialCache> serial;
-    size_t serial_bytes = 0;
-    std::string text;  // scratch: the prompt being tokenized (capacity kept)
+    // Worker thread only.
+    CacheSet cache;
+    // Sessions whose job is on the large lane -> their later jobs, in order.
+    std::unordered_map<std::string, std::deque<Job>> parked;
+    size_t outstanding = 0;  // jobs on the large lane
+    std::string text;  // scratch: a stateless prompt (released when large)
+  };
+  struct LargeLane {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<LargeJob> queue;
+    std::vector<std::thread> threads;
+    bool stopping = false;
   };
   static constexpr size_t kChunk = 64;
+  // Charged per cache entry besides its buffers and key (map and list nodes).
+  static constexpr size_t kCacheEntryOverhead = 256;
 
   void Run(Worker* w);
-  void Process(Worker* w, Job& job);
-  void ProcessOrThrow(Worker* w, Job& job);
+  void RunLarge();
+  // Runs the job here, parks it behind its session's large job, or sends it
+  // to the large lane.
+  void Dispatch(Worker* w, Job& job);
+  bool IsLarge(Worker* w, const Job& job);
+  bool SendLarge(Worker* w, Job& job);
+  void OnLargeDone(Worker* w, LargeJob& lj);
+  void Passthrough(Job& job);  // forwards the text unchanged (overload)
+  void Process(CacheSet* cs, std::string* scratch, Job& job);
+  void ProcessOrThrow(CacheSet* cs, std::string* scratch, Job& job);
   // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
   // nullptr and *error when the prompt string holds an invalid escape.
-  std::shared_ptr<const std::string> TokenizeOne(Worker* w, Job& job, size_t item, std::string* error);
+  std::shared_ptr<const std::string> TokenizeOne(CacheSet* cs, std::string* scratch, Job& job, size_t item,
+                                                 std::string* error);
   // Unescapes a session's prompt `raw` into sc->prompt_text, from the last
   // checkpoint inside the raw prefix it shares with the session's previous
   // prompt when `sc` is valid for `st`; refreshes sc's raw copy and
@@ -146,6 +207,17 @@ class TokenizeService {
   // (the resumed checkpoint).
   static bool UnescapePrompt(std::string_view raw, const core::TokenState* st, SerialCache* sc,
                              size_t* known_prefix, std::string* error);
+  // Cache bookkeeping (every change of an entry's size goes through these).
+  CacheSet::Item& CacheTake(CacheSet* cs, const std::string& key);  // uncharged until CachePut
+  void CachePut(CacheSet* cs, CacheSet::Item& item, const std::string& key);
+  void CacheErase(CacheSet* cs, const std::string& key);
+  void CacheMove(CacheSet* from, CacheSet* to, const std::string& key);
+  void CacheTrim(CacheSet* cs, size_t cap);
+  size_t CacheCapPerWorker() const;
+  // Gives memory back to the system after a job that handled `bytes` of prompt.
+  void AfterJob(std::string* scratch, size_t bytes);
+  std::string NewImplicitKey(const std::string& tenant);
+  void CountTenant(uint64_t tenant);
 
   const Config& config_;
   metrics::Metrics* metrics_;
@@ -155,12 +227,21 @@ class TokenizeService {
   std::unique_ptr<core::ShadowVerifier> shadow_;
   SessionIndex index_;
   std::vector<std::unique_ptr<Worker>> workers_;
+  LargeLane large_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> next_worker_{0};
+  // Implicit keys: 128 random bits per process mixed with a counter, so a
+  // key never repeats across restarts (a counter from 0 did, and then named
+  // another conversation's state on disk).
+  uint64_t key_salt_[2] = {0, 0};
   std::atomic<uint64_t> implicit_counter_{0};
   std::atomic<size_t> queued_{0};
+  std::atomic<size_t> cache_bytes_{0};
+  // Distinct tenants by linear counting over a fixed bitmap (client-chosen
+  // Authorization values must not grow a map).
   std::mutex tenants_mu_;
-  std::unordered_map<uint64_t, bool> tenants_;
+  std::vector<uint64_t> tenant_bits_;
+  size_t tenant_zero_bits_ = 0;
   std::mutex gauge_mu_;
   double last_mem_hits_ = 0, last_disk_hits_ = 0;
 };
