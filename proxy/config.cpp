@@ -120,7 +120,8 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
   }
   static const char* kKnown[] = {"listen", "port", "io_threads", "workers", "worker_queue_capacity", "models",
                                  "large_prompt_bytes", "large_workers", "backends", "session_headers",
-                                 "implicit_sessions", "state", "limits", "health", "guard", "shadow_sample_rate", "store", "log_requests"};
+                                 "implicit_sessions", "state", "limits", "health", "guard", "shadow_sample_rate",
+                                 "store", "log_requests"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : kKnown) ok |= it.key() == k;
