@@ -1,5 +1,6 @@
 #include "core/normalizer.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -166,7 +167,9 @@ void Normalizer::Apply(std::string_view seg, bool segment_start, bool at_text_st
     } else if (op.kind == NormalizerOp::Kind::kStrip) {
       ApplyStrip(op, cur, next, step);
     } else if (op.kind == NormalizerOp::Kind::kMetaspacePrepend) {
-      bool prepend = segment_start && (!op.first_only || at_text_start) &&
+      // Like HF's NormalizedString::prepend, nothing is added to an empty
+      // segment (e.g. one a Strip emptied).
+      bool prepend = segment_start && !cur.empty() && (!op.first_only || at_text_start) &&
                      std::string_view(cur).substr(0, op.content.size()) != op.content;
       if (prepend) {
         for (size_t k = 0; k < op.content.size(); ++k) step.push_back(0);
@@ -195,18 +198,78 @@ bool Normalizer::LeavesUnchanged(std::string_view seg) const {
 }
 
 bool Normalizer::IsBoundary(std::string_view text, size_t p) const {
+  if (p >= text.size()) return true;
+  // A split point of the whole chain: each op must split the text IT sees at
+  // the image of p. Prepend and Metaspace's prefix act at a segment start
+  // only (the right side is a continuation); a one-character Replace is
+  // pointwise; Strip depends on the segment end; a Unicode form splits
+  // before an ASCII character (combining class 0, never the second element
+  // of a composition), which must therefore be ASCII in that op's input.
+  bool unicode_seen = false, replace_seen = false, chained = false;
   for (const NormalizerOp& op : ops_) {
     if (IsUnicodeForm(op.kind)) {
-      if (p < text.size() && static_cast<unsigned char>(text[p]) >= 0x80) return false;
+      if (unicode_seen || replace_seen) chained = true;
+      unicode_seen = true;
     } else if (op.kind == NormalizerOp::Kind::kReplace) {
-      // A one-character pattern cannot straddle p. Longer patterns could
-      // only be checked on the text seen by this op; refuse.
-      size_t len = 0;
+      // A longer pattern could straddle p; its matches depend on the text
+      // before p as this op sees it. Not certified.
       if (op.pattern.empty()) continue;
+      size_t len = 0;
       unicode::DecodeAt(op.pattern, 0, &len);
       if (len != op.pattern.size()) return false;
+      replace_seen = true;
     } else if (op.kind == NormalizerOp::Kind::kStrip) {
-      return false;  // depends on the segment's end
+      return false;
+    }
+  }
+  if (!unicode_seen) return true;
+  // One Unicode form, not preceded by a Replace: it sees the source text.
+  if (!chained) return static_cast<unsigned char>(text[p]) < 0x80;
+  return JunctionStaysAscii(text, p);
+}
+
+bool Normalizer::JunctionStaysAscii(std::string_view text, size_t p) const {
+  // Run the chain on a short window of the right side (a continuation) and
+  // check each Unicode form's first input character. `exact` counts the
+  // leading bytes known to equal the true text at that stage: the window is
+  // cut short, and a Unicode form's last chunk in it may normalize
+  // differently once the rest follows. A chunk is complete when an ASCII
+  // character follows it inside the exact part.
+  constexpr size_t kWindowBytes = 64;
+  size_t end = std::min(text.size(), p + kWindowBytes);
+  while (end > p && end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) --end;
+  std::string cur(text.substr(p, end - p)), next, prefix_out;
+  std::vector<uint32_t> align;
+  size_t exact = cur.size();
+  for (const NormalizerOp& op : ops_) {
+    if (IsUnicodeForm(op.kind)) {
+      if (exact == 0 || static_cast<unsigned char>(cur[0]) >= 0x80) return false;
+      // The last ASCII character after the first one, inside the exact part:
+      // every chunk before it is complete.
+      size_t x = 0;
+      for (size_t i = exact; i-- > 1;) {
+        if (static_cast<unsigned char>(cur[i]) < 0x80) {
+          x = i;
+          break;
+        }
+      }
+      next.clear();
+      align.clear();
+      ApplyUnicodeForm(op.kind, cur, next, align);
+      prefix_out.clear();
+      align.clear();
+      ApplyUnicodeForm(op.kind, std::string_view(cur).substr(0, x), prefix_out, align);
+      exact = prefix_out.size();
+      cur.swap(next);
+    } else if (op.kind == NormalizerOp::Kind::kReplace) {
+      next.clear();
+      align.clear();
+      ApplyReplace(op, cur, next, align);
+      prefix_out.clear();
+      align.clear();
+      ApplyReplace(op, std::string_view(cur).substr(0, exact), prefix_out, align);
+      exact = prefix_out.size();
+      cur.swap(next);
     }
   }
   return true;

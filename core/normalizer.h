@@ -44,7 +44,9 @@ class Normalizer {
 
   // True if normalizing X equals normalizing X[:p] followed by normalizing
   // X[p:] as a continuation, for every X with the characters of `text` around
-  // p. Prepend only acts at a segment start, so it never blocks a boundary.
+  // p (`text` is a slice of one segment, possibly cut short at its end).
+  // Checked op by op on the text each op sees, not on the source alone.
+  // Prepend only acts at a segment start, so it never blocks a boundary.
   [[nodiscard]] bool IsBoundary(std::string_view text, size_t p) const;
 
   // True when Apply would return `seg` unchanged: only Unicode forms, each
@@ -56,6 +58,10 @@ class Normalizer {
   [[nodiscard]] std::string Describe() const;
 
  private:
+  // IsBoundary for chains where a Unicode form sees text rewritten by an
+  // earlier op: the junction character, traced through the ops.
+  [[nodiscard]] bool JunctionStaysAscii(std::string_view text, size_t p) const;
+
   std::vector<NormalizerOp> ops_;
 };
 

@@ -28,19 +28,26 @@ bool IsCharStart(std::string_view s, size_t i) {
   return i >= s.size() || (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
 }
 
-// Position where the segment holding p ends in `text`: the first added-token
-// occurrence starting at or after p within reach of the boundary rules
-// (later ones cannot influence them), else min(text end, p + reach).
-size_t SegmentLimit(const TokenizerImpl& t, std::string_view text, size_t p, bool match_added) {
-  constexpr size_t kReachBytes = 64;
-  size_t limit = std::min(text.size(), p + kReachBytes);
-  if (!match_added) return limit;
+// Where the segment holding p ends in `text`, as far as the boundary rules
+// can see: the first added-token occurrence starting at or after p within
+// reach (later ones cannot influence the rules), else min(text end, p +
+// reach). `real` tells whether that is the segment's true end. A normalizer
+// needs a longer reach: its window extends to the next split point.
+struct SegmentEnd {
+  size_t limit;
+  bool real;
+};
+SegmentEnd FindSegmentEnd(const TokenizerImpl& t, std::string_view text, size_t p, bool match_added,
+                          bool normalizes) {
+  const size_t reach = normalizes ? 320 : 64;
+  SegmentEnd e{std::min(text.size(), p + reach), p + reach >= text.size()};
+  if (!match_added) return e;
   for (const AddedTokenMatcher* m : {&t.raw_added(), &t.normalized_added()}) {
     if (m->empty()) continue;
-    size_t first = m->FirstOccurrence(text, p, limit);
-    limit = std::min(limit, first);
+    size_t first = m->FirstOccurrence(text, p, e.limit);
+    if (first < e.limit) e = {first, true};
   }
-  return limit;
+  return e;
 }
 
 class SyncSearch {
@@ -48,7 +55,7 @@ class SyncSearch {
   SyncSearch(const TokenizerImpl& t, const TokenState& state, std::string_view old_text,
              std::string_view new_text, bool match_added, size_t content_begin, size_t content_end)
       : t_(t), state_(state), old_(old_text), new_(new_text), match_added_(match_added),
-        content_begin_(content_begin), content_end_(content_end) {}
+        normalizes_(!t.normalizer().identity()), content_begin_(content_begin), content_end_(content_end) {}
 
   // Whether p is an acceptable sync point; *segment_start tells whether p
   // begins a segment (right after an added token).
@@ -81,15 +88,16 @@ class SyncSearch {
   }
   bool BoundaryIn(std::string_view text, size_t seg_begin, size_t p) const {
     if (p == text.size()) return true;
-    size_t limit = SegmentLimit(t_, text, p, match_added_);
-    if (limit == p) return true;  // an added token starts at p: the segment ends here
-    return t_.IsContentBoundary(text.substr(seg_begin, limit - seg_begin), p - seg_begin);
+    SegmentEnd e = FindSegmentEnd(t_, text, p, match_added_, normalizes_);
+    if (e.limit == p) return true;  // an added token starts at p: the segment ends here
+    return t_.IsContentBoundary(text.substr(seg_begin, e.limit - seg_begin), p - seg_begin, e.real);
   }
 
   const TokenizerImpl& t_;
   const TokenState& state_;
   std::string_view old_, new_;
   bool match_added_;
+  bool normalizes_;
   size_t content_begin_, content_end_;
 };
 
@@ -210,10 +218,16 @@ RepairOutcome Repairer::Update(const Tokenizer& tokenizer, TokenState& state, st
   }
   if (!found) return full(FullReason::kNoCertificate);
 
-  // Splice: keep content tokens ending at or before p, drop the rest.
+  // Splice: keep the content tokens that lie before p, drop the rest. At a
+  // segment start, tokens ending exactly at p are the added token and then
+  // zero-width tokens of the next segment (a Prepend or Metaspace prefix
+  // that no character joined maps to the segment's first source offset):
+  // those belong after p and are re-encoded.
   auto first = state.ends_.begin() + static_cast<std::ptrdiff_t>(n_prefix);
   auto last = state.ends_.begin() + static_cast<std::ptrdiff_t>(content_end);
-  size_t keep = static_cast<size_t>(std::upper_bound(first, last, static_cast<uint32_t>(p)) - state.ends_.begin());
+  size_t keep = segment_start
+                    ? static_cast<size_t>(std::lower_bound(first, last, static_cast<uint32_t>(p)) - state.ends_.begin()) + 1
+                    : static_cast<size_t>(std::upper_bound(first, last, static_cast<uint32_t>(p)) - state.ends_.begin());
   state.ids_.resize(keep);
   state.ends_.resize(keep);
   auto span_cut = std::upper_bound(state.added_.begin(), state.added_.end(), static_cast<uint32_t>(p),

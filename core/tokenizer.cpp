@@ -185,47 +185,69 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
   }
 }
 
-bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p) const {
+bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p, bool text_ends_segment) const {
   if (p == 0 || p >= text.size()) return false;
-  if (!normalizer_.IsBoundary(text, p)) return false;
   const Splitter* splitter = fast_ ? fast_.get() : generic_.get();
-  if (splitter != nullptr) {
-    if (normalizer_.identity()) return splitter->IsHardBoundary(text, p);
-    // Pre-tokenizer rules are stated on the normalized text and look at a
-    // few characters around the cut (pretokenizer.h). Normalize a window
-    // whose ends are normalization boundaries: it is then exactly the
-    // matching slice of the normalized segment.
-    size_t a = p;
-    for (int chars = 0; a > 0 && chars < kRuleReach; ++chars) a = unicode::PrevStart(text, a);
-    while (a > 0 && !normalizer_.IsBoundary(text, a)) a = unicode::PrevStart(text, a);
-    // A window reaching the segment start would need to know whether a
-    // Metaspace "first" prefix applies there, which depends on where the
-    // segment lies in the whole text.
-    if (a == 0) {
-      for (const NormalizerOp& op : normalizer_.ops()) {
-        if (op.kind == NormalizerOp::Kind::kMetaspacePrepend) return false;
-      }
-    }
-    size_t b = p;
-    for (int chars = 0; b < text.size() && chars < kRuleReach; ++chars) {
-      size_t len = 0;
-      unicode::DecodeAt(text, b, &len);
-      b += len;
-    }
-    while (b < text.size() && !normalizer_.IsBoundary(text, b)) {
-      size_t len = 0;
-      unicode::DecodeAt(text, b, &len);
-      b += len;
-    }
-    std::string norm;
-    std::vector<uint32_t> align;
-    normalizer_.Apply(text.substr(a, b - a), /*segment_start=*/a == 0, /*at_text_start=*/false, norm, align);
-    auto it = std::find(align.begin(), align.end(), static_cast<uint32_t>(p - a));
-    if (it == align.end()) return false;
-    size_t q = static_cast<size_t>(it - align.begin());
-    if (q == 0 || q >= norm.size()) return false;
-    return splitter->IsHardBoundary(norm, q);
+  if (normalizer_.identity()) {
+    return splitter != nullptr ? splitter->IsHardBoundary(text, p) : UnitsCannotJoin(text, p);
   }
+  // The rules hold for the text the pre-tokenizer (or BPE) sees, so they are
+  // evaluated on the normalized text around the image of p, never on the
+  // source characters (NFKC turns U+2000 into a space that " ?" absorbs).
+  if (!normalizer_.IsBoundary(text, p)) return false;
+  std::string norm;
+  size_t q = 0;
+  if (!NormalizeAround(text, p, text_ends_segment, &norm, &q)) return false;
+  return splitter != nullptr ? splitter->IsHardBoundary(norm, q) : UnitsCannotJoin(norm, q);
+}
+
+bool TokenizerImpl::NormalizeAround(std::string_view text, size_t p, bool text_ends_segment, std::string* norm,
+                                    size_t* q) const {
+  // A window [a, b) whose ends are split points of the normalizer (or the
+  // segment's true ends) normalizes to exactly the matching slice of the
+  // normalized segment. Windows are bounded: without a split point close
+  // enough, no certificate (the repair widens or falls back).
+  constexpr size_t kMaxWindowBytes = 256;
+  size_t a = p;
+  for (int chars = 0; a > 0 && chars < kRuleReach; ++chars) a = unicode::PrevStart(text, a);
+  while (a > 0 && !normalizer_.IsBoundary(text, a)) {
+    a = unicode::PrevStart(text, a);
+    if (p - a > kMaxWindowBytes) return false;
+  }
+  // A window reaching the segment start would need to know whether a
+  // Metaspace "first" prefix applies there, which depends on where the
+  // segment lies in the whole text.
+  if (a == 0) {
+    for (const NormalizerOp& op : normalizer_.ops()) {
+      if (op.kind == NormalizerOp::Kind::kMetaspacePrepend && op.first_only) return false;
+    }
+  }
+  size_t b = p;
+  for (int chars = 0; b < text.size() && chars < kRuleReach; ++chars) {
+    size_t len = 0;
+    unicode::DecodeAt(text, b, &len);
+    b += len;
+  }
+  while (b < text.size() && !normalizer_.IsBoundary(text, b)) {
+    size_t len = 0;
+    unicode::DecodeAt(text, b, &len);
+    b += len;
+    if (b - p > kMaxWindowBytes) return false;
+  }
+  // `text` cut short inside the segment: its last chunk may normalize
+  // differently once the rest follows.
+  if (b == text.size() && !text_ends_segment) return false;
+  std::string right;
+  std::vector<uint32_t> align;
+  normalizer_.Apply(text.substr(a, p - a), /*segment_start=*/a == 0, /*at_text_start=*/false, *norm, align);
+  normalizer_.Apply(text.substr(p, b - p), /*segment_start=*/false, /*at_text_start=*/false, right, align);
+  *q = norm->size();
+  if (*q == 0 || right.empty()) return false;
+  norm->append(right);
+  return true;
+}
+
+bool TokenizerImpl::UnitsCannotJoin(std::string_view text, size_t p) const {
   // No pre-tokenizer: the whole segment is one BPE word. A cut between two
   // units that never occur adjacent inside a token cannot be spanned.
   const BpeOptions& o = bpe_.options();
@@ -233,20 +255,9 @@ bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p) const {
       !o.end_of_word_suffix.empty() || o.byte_units) {
     return false;
   }
-  std::string left, right;
   size_t lp = unicode::PrevStart(text, p), len = 0;
   unicode::DecodeAt(text, p, &len);
-  std::string_view a = text.substr(lp, p - lp), b = text.substr(p, len);
-  // Units as the model sees them after a one-char Replace normalizer.
-  auto mapped = [&](std::string_view u) {
-    std::string s(u);
-    for (const NormalizerOp& op : normalizer_.ops()) {
-      if (op.kind == NormalizerOp::Kind::kReplace && s == op.pattern) s = op.content;
-    }
-    return s;
-  };
-  left = mapped(a);
-  right = mapped(b);
+  std::string_view left = text.substr(lp, p - lp), right = text.substr(p, len);
   // Unknown units (unk, possibly fused) could join across the cut.
   if (bpe_.Find(left) == StringIdMap::kMissing || bpe_.Find(right) == StringIdMap::kMissing) return false;
   return !bpe_.PairInsideSomeToken(left, right);

@@ -57,12 +57,14 @@ class TokenizerImpl {
   [[nodiscard]] bool MatchesAddedTokens(bool add_special_tokens) const {
     return !(tiktoken_ && !add_special_tokens);
   }
-  // `segment` is the text of one segment (between added tokens; it may be
-  // cut short a few dozen bytes after p). True when segment[:p] and
-  // segment[p:] encode independently: a normalizer boundary and a
-  // pre-tokenizer hard boundary, or (with no pre-tokenizer split) a pair of
-  // units no merge can join. See repair.cpp for the other conditions.
-  [[nodiscard]] bool IsContentBoundary(std::string_view text, size_t p) const;
+  // `text` is one segment (between added tokens), possibly cut short some
+  // bytes after p (`text_ends_segment` false then). True when segment[:p]
+  // and segment[p:] encode independently: a normalizer split point and a
+  // pre-tokenizer hard boundary on the normalized text, or (with no
+  // pre-tokenizer split) a pair of normalized units no merge can join. See
+  // repair.cpp for the other conditions.
+  [[nodiscard]] bool IsContentBoundary(std::string_view text, size_t p, bool text_ends_segment) const;
+  [[nodiscard]] const Normalizer& normalizer() const { return normalizer_; }
   [[nodiscard]] const AddedTokenMatcher& raw_added() const { return raw_added_; }
   [[nodiscard]] const AddedTokenMatcher& normalized_added() const { return norm_added_; }
   [[nodiscard]] bool format_is_tiktoken() const { return tiktoken_; }
@@ -105,6 +107,12 @@ class TokenizerImpl {
   Status Finish();
 
  private:
+  // The normalized text around source position p of a segment slice and
+  // the image q of p in it; false when that cannot be computed exactly.
+  bool NormalizeAround(std::string_view text, size_t p, bool text_ends_segment, std::string* norm,
+                       size_t* q) const;
+  // With no pre-tokenizer: no merge can join the units on both sides of p.
+  [[nodiscard]] bool UnitsCannotJoin(std::string_view text, size_t p) const;
   void EncodeTextSegment(std::string_view text, uint32_t seg_begin, uint32_t seg_end,
                          bool segment_start, Path path, const Sink& out) const;
   void EncodeNormalized(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,
