@@ -343,7 +343,9 @@ void TokenizeService::Dispatch(Worker* w, Job& job) {
   for (size_t i = 0; i < job.req->prompts.size(); ++i) bytes += RawPrompt(*job.body, *job.req, i).size();
   Process(&w->cache, &w->text, job);
   CacheTrim(&w->cache, CacheCapPerWorker());
-  AfterJob(&w->text, bytes);
+  // On a worker only a big prompt releases (continuations of long
+  // conversations must not pay for a trim each).
+  AfterJob(&w->text, bytes >= kReleaseAfterBytes);
 }
 
 bool TokenizeService::IsLarge(Worker* w, const Job& job) {
@@ -398,12 +400,10 @@ void TokenizeService::RunLarge() {
     Worker* w = lj.from;
     w->backlog.fetch_sub(1, std::memory_order_relaxed);
     queued_.fetch_sub(1, std::memory_order_relaxed);
-    size_t bytes = 0;
-    for (size_t i = 0; i < lj.job.req->prompts.size(); ++i) bytes += RawPrompt(*lj.job.body, *lj.job.req, i).size();
     Process(&lj.caches, &scratch, lj.job);
     lj.job.body.reset();  // the request's memory goes with its response, not with the return trip
     lj.job.req.reset();
-    AfterJob(&scratch, bytes);
+    AfterJob(&scratch, true);  // a large-lane job did at least large_prompt_bytes of new work
     {
       std::lock_guard<std::mutex> lock(w->mu);
       w->returned.push_back(std::move(lj));
@@ -439,8 +439,8 @@ void TokenizeService::Passthrough(Job& job) {
   job.done(std::move(res));
 }
 
-void TokenizeService::AfterJob(std::string* scratch, size_t bytes) {
-  if (bytes < kReleaseAfterBytes) return;
+void TokenizeService::AfterJob(std::string* scratch, bool big) {
+  if (!big) return;
   // A huge prompt's transient buffers (parse, unescape, encode, serialize)
   // were freed, but glibc keeps freed heap pages; give them back.
   std::string().swap(*scratch);

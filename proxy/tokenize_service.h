@@ -214,8 +214,8 @@ class TokenizeService {
   void CacheMove(CacheSet* from, CacheSet* to, const std::string& key);
   void CacheTrim(CacheSet* cs, size_t cap);
   size_t CacheCapPerWorker() const;
-  // Gives memory back to the system after a job that handled `bytes` of prompt.
-  void AfterJob(std::string* scratch, size_t bytes);
+  // After a big job: releases the scratch and gives free heap pages back.
+  void AfterJob(std::string* scratch, bool big);
   std::string NewImplicitKey(const std::string& tenant);
   void CountTenant(uint64_t tenant);
 
