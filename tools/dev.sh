@@ -15,6 +15,7 @@ APT_PACKAGES=(
   libboost1.81-dev nlohmann-json3-dev librocksdb-dev prometheus-cpp-dev doctest-dev
   libsimdjson-dev libpcre2-dev libutf8proc-dev libxxhash-dev libcli11-dev
   nodejs npm wrk hyperfine unzip
+  nginx prometheus  # deploy tests: the scale-out balancer, promtool (helm comes from npm)
 )
 
 log() { printf '[dev.sh] %s\n' "$*" >&2; }
