@@ -107,7 +107,7 @@ TEST_CASE("issue 9: engine faults: two tenants on pooled connections only ever g
     // pool notices them, so a later request gets its own response.
     if (fc.mode == MockMode::kTrailingBytes) {
       for (int t = 0; t < 2; ++t) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(3 * fc.delay_ms));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5 * fc.delay_ms));
         auto [nonce, r] = ask(t, false, body);
         CHECK(r.status == 200);
         CHECK(NonceOf(r.body) == nonce);
@@ -115,7 +115,7 @@ TEST_CASE("issue 9: engine faults: two tenants on pooled connections only ever g
     }
     // Stray bytes still on their way land on idle connections, not in the
     // next round's answers.
-    std::this_thread::sleep_for(std::chrono::milliseconds(3 * fc.delay_ms));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 * fc.delay_ms));
     healthy_round();
     CHECK(HttpClient(p.port()).Request("GET", "/healthz", "").status == 200);
   }

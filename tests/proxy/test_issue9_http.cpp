@@ -147,9 +147,13 @@ struct ChildProxy {
   }
   ~ChildProxy() {
     if (Alive()) {
-      ::kill(pid, SIGTERM);
-      int st = 0;
-      ::waitpid(pid, &st, 0);
+      ::kill(pid, SIGTERM);  // graceful drain; killed if that takes over 5 s
+      for (int i = 0; i < 100 && Alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      if (Alive()) {
+        ::kill(pid, SIGKILL);
+        int st = 0;
+        ::waitpid(pid, &st, 0);
+      }
     }
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
@@ -173,10 +177,17 @@ TEST_CASE("issue 9.2: out of file descriptors: the proxy backs off and serves ag
               {"guard", {{"enabled", false}}},
               {"limits", {{"drain_timeout_ms", 1000}}}};
   ChildProxy child(cfg.dump(), 64);
+  // Raw sockets with deadlines: a child that stops answering fails the
+  // test instead of hanging it.
+  auto ask = [&](const std::string& request, std::string_view until) {
+    RawSocket s(port);
+    return s.ok() && s.Send(request) ? s.Read(2000, until) : std::string();
+  };
+  const std::string healthz = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
   bool up = false;
   for (int i = 0; i < 200 && !up && child.Alive(); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    up = HttpClient(port).Request("GET", "/healthz", "").status == 200;
+    up = RawStatus(ask(healthz, "ok\n")) == 200;
   }
   REQUIRE_MESSAGE(up, child.Log());
   // More idle connections than the process may hold descriptors: accepts
@@ -187,19 +198,18 @@ TEST_CASE("issue 9.2: out of file descriptors: the proxy backs off and serves ag
   CHECK_MESSAGE(child.Alive(), child.Log());
   idle.clear();
   // Descriptors free again: the proxy answers, locally and through the engine.
-  int healthz = 0, relayed = 0;
-  for (int i = 0; i < 200 && child.Alive() && (healthz != 200 || relayed != 200); ++i) {
+  int local = 0, relayed = 0;
+  for (int i = 0; i < 100 && child.Alive() && (local != 200 || relayed != 200); ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
-    HttpClient c(port);
-    healthz = c.Request("GET", "/healthz", "").status;
-    relayed = c.Request("POST", "/v1/embeddings", "echo me").status;
+    local = RawStatus(ask(healthz, "ok\n"));
+    relayed = RawStatus(ask(RawPost("/v1/embeddings", "echo me"), "echo me"));
   }
-  CHECK_MESSAGE(healthz == 200, child.Log());
+  CHECK_MESSAGE(local == 200, child.Log());
   CHECK(relayed == 200);
-  std::string m = HttpClient(port).Request("GET", "/metrics", "").body;
+  const std::string m = ask("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "");
   CHECK(MetricValue(m, R"(toktier_resource_exhausted_total{where="accept"})") > 0);
   CHECK(MetricValue(m, R"(toktier_backend_healthy{backend=")" + engine.url() + "\"}") == 1);
-  CHECK(child.Alive());
+  CHECK_MESSAGE(child.Alive(), child.Log());
 }
 
 TEST_CASE("issue 9.3: Transfer-Encoding other than a final chunked, or with Content-Length: 400 and close") {
@@ -262,7 +272,7 @@ TEST_CASE("issue 9.4: a header sent byte by byte is cut off by the read deadline
   }
   const auto took = Clock::now() - t0;
   CHECK(closed);
-  CHECK(took < std::chrono::milliseconds(1600));
+  CHECK(took < std::chrono::milliseconds(2500));  // the old code kept it open for the 20 s idle timeout
   CHECK(took > std::chrono::milliseconds(600));
   // The idle timeout still governs a connection that has not started a
   // request: silent for longer than the read deadline, then served.
@@ -277,7 +287,7 @@ TEST_CASE("issue 9.4: a header sent byte by byte is cut off by the read deadline
   closed = false;
   for (int i = 0; i < 30 && !closed; ++i) closed = !body.Send("x") || body.WaitClosed(100);
   CHECK(closed);
-  CHECK(Clock::now() - t1 < std::chrono::milliseconds(1600));
+  CHECK(Clock::now() - t1 < std::chrono::milliseconds(2500));
   CHECK(engine.Requests().empty());
   CHECK(MetricValue(Metrics(p.port()), R"(toktier_requests_total{endpoint="local",outcome="client_timeout"})") == 2);
 }
