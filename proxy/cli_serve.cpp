@@ -4,6 +4,7 @@
 
 #include "proxy/cli.h"
 #include "proxy/config.h"
+#include "proxy/config_check.h"
 #include "proxy/server.h"
 
 namespace toktier::cli {
@@ -13,6 +14,15 @@ int RunServe(int argc, char** argv) {
   int rc = proxy::LoadServeConfig(argc, argv, &config);
   if (rc == -1) return 0;  // --help
   if (rc != 0) return rc;
+  if (config.check_only) {
+    std::string summary, error;
+    if (!proxy::CheckConfig(config, &summary, &error)) {
+      std::fprintf(stderr, "toktier serve: invalid configuration: %s\n", error.c_str());
+      return 2;
+    }
+    std::printf("%s\n", summary.c_str());
+    return 0;
+  }
   // Block the signals before any thread starts; RunUntilSignal waits for them.
   std::signal(SIGPIPE, SIG_IGN);
   if (config.models.empty()) {

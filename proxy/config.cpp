@@ -241,12 +241,16 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   app.add_option("--data-dir", data_dir, "state store directory ('' = memory only)");
   app.add_option("--state", state, "on|off: off tokenizes every prompt in full (baseline)");
   app.add_option("--shadow-sample-rate", shadow, "fraction of requests re-verified from scratch");
+  bool check_only = false;
+  app.add_flag("--check-config", check_only,
+               "load and validate the configuration (tokenizer files included), print it, exit 0 (valid) or 2");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? -1 : 2;
   }
   *config = DefaultConfig();
+  config->check_only = check_only;
   std::string error;
   if (!config_path.empty()) {
     std::ifstream in(config_path, std::ios::binary);

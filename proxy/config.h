@@ -74,6 +74,9 @@ struct Config {
   size_t chunk_bytes = 64 * 1024;
 
   bool log_requests = false;
+
+  // --check-config: validate the configuration, print it, exit (not a file field).
+  bool check_only = false;
 };
 
 // Embedded defaults: the fields above plus models for the npm tokenizer files
