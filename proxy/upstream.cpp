@@ -9,7 +9,6 @@
 
 #include "proxy/http_conn.h"
 #include "proxy/http_rules.h"
-#include "proxy/completion_request.h"
 
 namespace toktier::proxy {
 
