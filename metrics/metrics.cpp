@@ -91,6 +91,17 @@ Metrics::Metrics() : impl_(std::make_unique<Impl>()) {
         break;
     }
   }
+  // Series without labels exist from the start at 0: a counter born at its
+  // first event would hide that event from rate()/increase() (they need two
+  // samples), so alerts on e.g. store write failures would miss the first.
+  for (const MetricInfo& m : kInfos) {
+    if (!m.labels.empty()) continue;
+    switch (m.kind) {
+      case Kind::Counter: counter(m.id); break;
+      case Kind::Gauge: gauge(m.id); break;
+      case Kind::Histogram: histogram(m.id); break;
+    }
+  }
 }
 
 Metrics::~Metrics() = default;

@@ -30,7 +30,9 @@ df="$src/deploy/docker/Dockerfile"
 grep -q 'tools/dev.sh build' "$df" || { echo "FAIL: Dockerfile does not build with tools/dev.sh"; fail=1; }
 grep -q 'deploy/docker/stage.sh /src/build/release /out' "$df" || { echo "FAIL: Dockerfile does not run stage.sh"; fail=1; }
 grep -q 'runtime-packages.txt' "$df" || { echo "FAIL: Dockerfile ignores the runtime package list"; fail=1; }
-grep -Eq '^FROM .*debian:12' "$df" || { echo "FAIL: not Debian 12"; fail=1; }
+grep -q '^ARG DEBIAN_IMAGE=debian:12$' "$df" && grep -q '^ARG DEBIAN_SLIM_IMAGE=debian:12-slim$' "$df" \
+  || { echo "FAIL: not Debian 12"; fail=1; }
+grep -q '^FROM ${DEBIAN_SLIM_IMAGE} AS runtime-base$' "$df" || { echo "FAIL: runtime not on Debian 12 slim"; fail=1; }
 for target in build runtime runtime-cuda tokenizers; do
   grep -Eq "^FROM .* AS $target\$" "$df" || { echo "FAIL: no $target stage"; fail=1; }
 done
