@@ -53,6 +53,8 @@ using Clock = std::chrono::system_clock;
 constexpr size_t kNone = static_cast<size_t>(-1);
 // A state whose log grew past this many chunks is rewritten in full.
 constexpr uint32_t kMaxChunks = 4096;
+// Keys remembered as broken (last write failed) at most.
+constexpr size_t kMaxBroken = 65536;
 
 int64_t ToMs(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
@@ -621,6 +623,11 @@ class StoreImpl final : public StateStore {
         if (s.ok()) {
           broken_.erase(t.key);
         } else {
+          // Bounded: a failing disk must not grow a set of client-chosen
+          // keys without limit. Forgetting costs no exactness: a delta
+          // written on top of a failed one breaks the checksum chain, and
+          // the state then loads as corrupt (a counted miss).
+          if (broken_.size() >= kMaxBroken) broken_.clear();
           broken_.insert(t.key);
         }
         l.unlock();

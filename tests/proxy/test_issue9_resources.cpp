@@ -239,7 +239,9 @@ TEST_CASE("issue 9.9: small requests of other sessions are not held up by big pr
   {
     HttpClient c(p.port());
     std::this_thread::sleep_until(start + std::chrono::milliseconds(500));
-    for (int k = 0; k < 3; ++k) {
+    // At least 3 big prompts and 3 s of small traffic (enough samples for a P99).
+    const auto t_begin = Clock::now();
+    for (int k = 0; k < 3 || Since(t_begin) < 3.0; ++k) {
       auto t0 = Clock::now();
       REQUIRE(c.Request("POST", "/v1/completions", big_body, {{"X-Session-Id", "big-" + std::to_string(k)}}).status ==
               200);
@@ -253,7 +255,7 @@ TEST_CASE("issue 9.9: small requests of other sessions are not held up by big pr
   for (auto& v : lat) all.insert(all.end(), v.begin(), v.end());
   REQUIRE(all.size() > 100);
   const double p99 = Percentile(all, 0.99);
-  MESSAGE(all.size() << " small requests while 3 big prompts took " << big_s << " s: P50 "
+  MESSAGE(all.size() << " small requests while big prompts took " << big_s << " s: P50 "
                      << Percentile(all, 0.5) * 1000 << " ms, P99 " << p99 * 1000 << " ms, max "
                      << Percentile(all, 1.0) * 1000 << " ms");
   // Old code: each small request on the worker waited for the whole big job
@@ -447,12 +449,13 @@ TEST_CASE("issue 9.11: content-addressed sessions survive kill -9 and restart; n
   std::string metrics = m.Request("GET", "/metrics", "").body;
   CHECK(MetricValue(metrics, R"(toktier_state_lookups_total{result="miss",session="implicit",tenant="anonymous"})") ==
         1);
-  CHECK(MetricValue(metrics, R"(toktier_store_hits_total{tier="disk"})") <= 0);
+  const double disk_after_c = MetricValue(metrics, R"(toktier_store_hits_total{tier="disk"})");
+  CHECK(disk_after_c <= 0);
   // A continues: the rebuilt index finds its state on disk (old code: the
   // index was empty after the restart, so a new key and a full tokenization).
   send(second.port, a3);
   metrics = m.Request("GET", "/metrics", "").body;
-  CHECK(MetricValue(metrics, R"(toktier_store_hits_total{tier="disk"})") == 1);
+  CHECK(MetricValue(metrics, R"(toktier_store_hits_total{tier="disk"})") - std::max(0.0, disk_after_c) == 1);
   CHECK(MetricValue(metrics, R"(toktier_state_lookups_total{result="hit",session="implicit",tenant="anonymous"})") ==
         1);
   CHECK(MetricValue(metrics, R"(toktier_full_tokenizations_total{reason="no_state"})") == 1);  // C only
