@@ -2,7 +2,8 @@
 # toktier developer entry point. On a fresh Debian 12 machine:
 #   tools/dev.sh run    install what is missing, build, run the main job
 #   tools/dev.sh test   install what is missing, build, run every test (ctest)
-# Other commands: setup, build, bench.
+# Other commands: sanitize (only the ASan/UBSan and TSan runs), setup, build,
+# bench.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -73,8 +74,35 @@ run_main() {
 }
 
 run_tests() {
-  cd "$BUILD"
-  ctest --output-on-failure -j "$JOBS" "$@"
+  (cd "$BUILD" && ctest --output-on-failure -j "$JOBS" "$@")
+}
+
+# The data plane under sanitizers, each in its own build folder:
+#  - ASan + UBSan (build/asan): the proxy, store and fuzz-smoke tests and the
+#    core unit tests that exercise encoding and repair (the long reference
+#    campaigns stay in the release run);
+#  - TSan (build/tsan): the proxy's concurrency tests (live servers, I/O and
+#    worker threads, the store's writer thread).
+# Suppressions, each with its reason, are in tests/sanitizers/.
+run_sanitized() {
+  local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers"
+  log "ASan+UBSan build ($asan)"
+  cmake -S "$ROOT" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_SANITIZE=address >/dev/null
+  cmake --build "$asan" -j "$JOBS" --target toktier unit_core unit_proxy unit_store \
+    fuzz_hf_loader fuzz_encode_paths fuzz_session_file fuzz_completion_request fuzz_repair_edits \
+    fuzz_http_request fuzz_backend_response
+  (cd "$asan" &&
+    ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
+    LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
+    UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+    ctest --output-on-failure -j "$JOBS" \
+      -R '^(proxy/test_|store/|fuzz/|core/test_(repair|tokenizer|components_reference|shadow_verifier|unicode_norm)$)')
+  log "TSan build ($tsan)"
+  cmake -S "$ROOT" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_SANITIZE=thread >/dev/null
+  cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy
+  (cd "$tsan" &&
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
+    ctest --output-on-failure -j "$JOBS" -R '^proxy/test_')
 }
 
 cmd="${1:-}"
@@ -83,11 +111,16 @@ case "$cmd" in
   setup) setup ;;
   build) setup; build ;;
   run) setup; build; run_main "$@" ;;
-  test) setup; build; run_tests "$@" ;;
+  test)
+    setup; build; run_tests "$@"
+    # Sanitizers after the release run (TOKTIER_SANITIZERS=0 skips them).
+    if [[ "${TOKTIER_SANITIZERS:-1}" != 0 && $# -eq 0 ]]; then run_sanitized; fi
+    ;;
+  sanitize) setup; run_sanitized ;;
   bench)
     setup; build
     TOKTIER_BIN="$BUILD/proxy/toktier" "$ROOT/bench/bench_encode.sh"
     TOKTIER_BIN="$BUILD/proxy/toktier" "$ROOT/bench/bench_repair.sh"
     ;;
-  *) echo "usage: tools/dev.sh {run|test|setup|build|bench}" >&2; exit 2 ;;
+  *) echo "usage: tools/dev.sh {run|test|sanitize|setup|build|bench}" >&2; exit 2 ;;
 esac

@@ -1,0 +1,63 @@
+// `toktier serve` as a child process, for tests that kill it (SIGKILL) or
+// give it its own limits. The binary is the toktier target of the same build
+// (TOKTIER_BINARY); stderr goes to a log file, where the test also reads the
+// port from "listening on http://127.0.0.1:PORT".
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+
+extern char** environ;
+
+namespace toktier::test {
+
+struct ServeProcess {
+  pid_t pid = -1;
+  uint16_t port = 0;
+  std::string log;
+
+  ServeProcess(const std::string& config_path, const std::string& log_path) : log(log_path) {
+    std::filesystem::path bin = TOKTIER_BINARY;
+    REQUIRE_MESSAGE(std::filesystem::exists(bin), "build the toktier target: " << bin);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::string b = bin.string();
+    const char* argv[] = {b.c_str(), "serve", "--config", config_path.c_str(), nullptr};
+    REQUIRE(posix_spawn(&pid, b.c_str(), &fa, nullptr, const_cast<char**>(argv), environ) == 0);
+    posix_spawn_file_actions_destroy(&fa);
+    for (int i = 0; i < 600 && port == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::ifstream f(log_path);
+      std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      size_t at = all.find("listening on http://127.0.0.1:");
+      if (at != std::string::npos) port = static_cast<uint16_t>(std::stoi(all.substr(at + 30)));
+    }
+    REQUIRE_MESSAGE(port != 0, "toktier serve did not start; see " << log_path);
+  }
+  void Kill9() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+      pid = -1;
+    }
+  }
+  ~ServeProcess() { Kill9(); }
+  ServeProcess(const ServeProcess&) = delete;
+  ServeProcess& operator=(const ServeProcess&) = delete;
+};
+
+}  // namespace toktier::test
