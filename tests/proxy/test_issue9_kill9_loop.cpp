@@ -41,6 +41,12 @@ std::string Words(std::mt19937_64& rng, size_t bytes) {
   return out;
 }
 
+// Truncates to at most n bytes, at a character start (stays valid UTF-8).
+void CutAt(std::string& s, size_t n) {
+  while (n > 0 && n < s.size() && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  if (n < s.size()) s.resize(n);
+}
+
 }  // namespace
 
 TEST_CASE("issue 9: kill -9 in a loop under load: never a wrong ID, never a corrupt state") {
@@ -94,11 +100,9 @@ TEST_CASE("issue 9: kill -9 in a loop under load: never a wrong ID, never a corr
           std::string prompt;
           {
             std::lock_guard<std::mutex> lock(mu);
-            if (r() % 5 == 0 && s.text.size() > 600) s.text.resize(s.text.size() - 1 - r() % 200);
-            while (s.text.size() && (static_cast<unsigned char>(s.text.back()) & 0xC0) == 0x80) s.text.pop_back();
-            if (s.text.size() && static_cast<unsigned char>(s.text.back()) >= 0xC0) s.text.pop_back();
+            if (r() % 5 == 0 && s.text.size() > 600) CutAt(s.text, s.text.size() - 1 - r() % 200);
             s.text += Words(r, 100 + r() % 1500);
-            if (s.text.size() > 60000) s.text = s.text.substr(0, 2000);
+            if (s.text.size() > 60000) CutAt(s.text, 2000);
             prompt = s.text;
             name = "req-" + std::to_string(next_name++);
             sent[name] = prompt;
