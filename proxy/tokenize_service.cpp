@@ -51,6 +51,11 @@ constexpr size_t kTenantBits = size_t{1} << 20;
 // per-session bookkeeping does not hold 64 KiB header values.
 constexpr size_t kMaxRawSessionId = 128;
 
+// Shadow samples wait in the verifier's queue as copies (text and IDs: at
+// most about 5 bytes per text byte); their bytes in flight are capped, so a
+// run of huge prompts cannot queue gigabytes for verification.
+constexpr size_t kShadowMaxBytes = size_t{256} << 20;
+
 // After a job over this many prompt bytes, scratch buffers are released and
 // malloc returns free pages to the system.
 constexpr size_t kReleaseAfterBytes = size_t{4} << 20;
@@ -137,7 +142,9 @@ bool TokenizeService::Init(std::string* error) {
     metrics::Metrics* m = metrics_;
     auto names = std::make_shared<std::unordered_map<std::string, std::string>>();
     for (auto& mr : models_) (*names)[mr->tokenizer->version_hash()] = mr->config.name;
-    shadow_ = std::make_unique<core::ShadowVerifier>(so, [m, names](const core::ShadowEvent& ev) {
+    auto in_flight = shadow_bytes_;
+    shadow_ = std::make_unique<core::ShadowVerifier>(so, [m, names, in_flight](const core::ShadowEvent& ev) {
+      in_flight->fetch_sub(ShadowCharge(ev.text_bytes), std::memory_order_relaxed);
       if (ev.error) return;
       auto it = names->find(ev.version_hash);
       std::string_view model = it == names->end() ? std::string_view(ev.version_hash) : std::string_view(it->second);
@@ -209,6 +216,22 @@ std::vector<ModelRuntime*> TokenizeService::Models() {
 }
 
 size_t TokenizeService::QueueDepth() const { return queued_.load(std::memory_order_relaxed); }
+
+size_t TokenizeService::ShadowCharge(size_t text_bytes) { return 5 * text_bytes + 64; }
+
+void TokenizeService::MaybeShadow(const std::shared_ptr<const core::Tokenizer>& tok, std::string_view text,
+                                  bool add_special, const std::vector<uint32_t>& ids) {
+  const size_t charge = ShadowCharge(text.size());
+  const size_t cap = std::min(kShadowMaxBytes, config_.memory_budget_bytes / 4);
+  // Reserve first (several workers submit at once); give back if not queued.
+  if (shadow_bytes_->fetch_add(charge, std::memory_order_relaxed) + charge > cap) {
+    shadow_bytes_->fetch_sub(charge, std::memory_order_relaxed);
+    return;  // sampling skipped: verification is best effort, memory is not
+  }
+  if (shadow_->MaybeSubmit(tok, text, add_special, ids) != core::ShadowSubmit::kQueued) {
+    shadow_bytes_->fetch_sub(charge, std::memory_order_relaxed);
+  }
+}
 
 std::string TokenizeService::NewImplicitKey(const std::string& tenant) {
   const uint64_t n = implicit_counter_.fetch_add(1, std::memory_order_relaxed);
@@ -622,7 +645,7 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
     auto s = std::make_shared<std::string>();
     AppendIdList(*s, ids.data(), ids.size());
     // SHADOW HOOK (stateless path).
-    if (shadow_ && !quarantined) shadow_->MaybeSubmit(job.model->tokenizer, text, add_special, ids);
+    if (shadow_ && !quarantined) MaybeShadow(job.model->tokenizer, text, add_special, ids);
     return s;
   }
 
@@ -696,7 +719,7 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
   sc.ntokens = ids.size();
   CachePut(cs, item_cache, key);
   // SHADOW HOOK: sampled results are re-tokenized from scratch off the request path.
-  if (shadow_ && !quarantined) shadow_->MaybeSubmit(job.model->tokenizer, text, add_special, ids);
+  if (shadow_ && !quarantined) MaybeShadow(job.model->tokenizer, text, add_special, ids);
   // The cache is bounded by the caller (CacheTrim after the job).
   return sc.text;
 }

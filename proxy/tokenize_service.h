@@ -217,6 +217,11 @@ class TokenizeService {
   // After a big job: releases the scratch and gives free heap pages back.
   void AfterJob(std::string* scratch, bool big);
   std::string NewImplicitKey(const std::string& tenant);
+  // Submits a sample to the shadow verifier unless the copies already
+  // waiting there exceed their cap (the sink gives the bytes back).
+  void MaybeShadow(const std::shared_ptr<const core::Tokenizer>& tok, std::string_view text, bool add_special,
+                   const std::vector<uint32_t>& ids);
+  static size_t ShadowCharge(size_t text_bytes);
   void CountTenant(uint64_t tenant);
 
   const Config& config_;
@@ -237,6 +242,8 @@ class TokenizeService {
   std::atomic<uint64_t> implicit_counter_{0};
   std::atomic<size_t> queued_{0};
   std::atomic<size_t> cache_bytes_{0};
+  // Bytes of shadow samples queued or being checked (shared with the sink).
+  std::shared_ptr<std::atomic<size_t>> shadow_bytes_ = std::make_shared<std::atomic<size_t>>(0);
   // Distinct tenants by linear counting over a fixed bitmap (client-chosen
   // Authorization values must not grow a map).
   std::mutex tenants_mu_;
