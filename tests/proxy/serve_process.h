@@ -8,7 +8,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +20,6 @@
 #include <string>
 #include <thread>
 
-extern char** environ;
-
 namespace toktier::test {
 
 struct ServeProcess {
@@ -32,13 +30,22 @@ struct ServeProcess {
   ServeProcess(const std::string& config_path, const std::string& log_path) : log(log_path) {
     std::filesystem::path bin = TOKTIER_BINARY;
     REQUIRE_MESSAGE(std::filesystem::exists(bin), "build the toktier target: " << bin);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::string b = bin.string();
     const char* argv[] = {b.c_str(), "serve", "--config", config_path.c_str(), nullptr};
-    REQUIRE(posix_spawn(&pid, b.c_str(), &fa, nullptr, const_cast<char**>(argv), environ) == 0);
-    posix_spawn_file_actions_destroy(&fa);
+    // fork + exec rather than posix_spawn: the child asks to be killed when
+    // the test process dies (an aborted test must not leave a server that
+    // holds ctest's output pipe open). Only async-signal-safe calls after fork.
+    const pid_t parent = getpid();
+    pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) dup2(fd, 2);
+      execv(argv[0], const_cast<char**>(argv));
+      _exit(127);
+    }
     for (int i = 0; i < 600 && port == 0; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       std::ifstream f(log_path);
