@@ -352,6 +352,29 @@ TEST_CASE("issue 9.10: everything kept per session stays within the memory budge
   CHECK(rss1 - rss0 <= static_cast<double>(config.memory_budget_bytes) + 64.0 * 1048576);
 }
 
+// The bytes of shadow samples waiting for verification are capped
+// (min(256 MiB, budget / 4)); each verdict gives its sample's bytes back, so
+// sampling goes on. Here the cap (16 MiB) holds three 1 MiB samples at once:
+// six samples in a row are all checked only if every verdict returns its bytes.
+TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns its bytes)") {
+  if (!TokenizersPresent()) return;
+  MockEngine engine(0, /*record=*/false);
+  auto config = TestConfig(engine);
+  config.memory_budget_bytes = size_t{64} << 20;
+  config.shadow_sample_rate = 1.0;
+  Proxy p(config);
+  HttpClient c(p.port());
+  const std::string series = R"(toktier_shadow_checks_total{model="llama3"})";
+  for (int i = 0; i < 6; ++i) {
+    REQUIRE(c.Request("POST", "/v1/completions", CompletionBody("llama3", Text(size_t{1} << 20, 200 + i))).status ==
+            200);
+    for (int w = 0; w < 500 && Metric(p.port(), series) < i + 1; ++w) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(Metric(p.port(), series) == i + 1);
+  }
+}
+
 namespace {
 
 // `toktier serve` as a child process (so it can be killed with SIGKILL).
