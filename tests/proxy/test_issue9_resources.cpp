@@ -6,10 +6,6 @@
 // content-addressed sessions survive a kill -9 and restart without ever
 // naming another conversation's state.
 #include <doctest/doctest.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,8 +19,7 @@
 
 #include "core/bpe.h"
 #include "proxy_fixture.h"
-
-extern char** environ;
+#include "serve_process.h"
 
 namespace toktier::test {
 namespace {
@@ -374,50 +369,6 @@ TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns 
     CHECK(Metric(p.port(), series) == i + 1);
   }
 }
-
-namespace {
-
-// `toktier serve` as a child process (so it can be killed with SIGKILL).
-struct ServeProcess {
-  pid_t pid = -1;
-  uint16_t port = 0;
-  std::string log;
-  ServeProcess(const std::string& config_path, const std::string& log_path) : log(log_path) {
-    char exe[4096];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    REQUIRE(n > 0);
-    exe[n] = 0;
-    // build/<dir>/tests/proxy/unit_proxy -> build/<dir>/proxy/toktier
-    std::filesystem::path bin = std::filesystem::path(exe).parent_path().parent_path().parent_path() / "proxy/toktier";
-    REQUIRE_MESSAGE(std::filesystem::exists(bin), "build the toktier target: " << bin);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    std::string b = bin.string();
-    const char* argv[] = {b.c_str(), "serve", "--config", config_path.c_str(), nullptr};
-    REQUIRE(posix_spawn(&pid, b.c_str(), &fa, nullptr, const_cast<char**>(argv), environ) == 0);
-    posix_spawn_file_actions_destroy(&fa);
-    // The port from "listening on http://127.0.0.1:PORT".
-    for (int i = 0; i < 600 && port == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::ifstream f(log_path);
-      std::string all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-      size_t at = all.find("listening on http://127.0.0.1:");
-      if (at != std::string::npos) port = static_cast<uint16_t>(std::stoi(all.substr(at + 30)));
-    }
-    REQUIRE_MESSAGE(port != 0, "toktier serve did not start; see " << log_path);
-  }
-  void Kill9() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-      pid = -1;
-    }
-  }
-  ~ServeProcess() { Kill9(); }
-};
-
-}  // namespace
 
 TEST_CASE("issue 9.11: content-addressed sessions survive kill -9 and restart; new keys never name old states") {
   if (!TokenizersPresent()) return;
