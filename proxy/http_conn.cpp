@@ -96,6 +96,21 @@ void HttpConn::StartRequest() {
                         beast::bind_front_handler(&HttpConn::OnReadHeader, shared_from_this()));
 }
 
+// A request that could not be read: too large (413), malformed (400), or
+// the client left or ran out of time (OnReadFailed).
+void HttpConn::OnRequestReadError(error_code ec) {
+  if (ec == http::error::body_limit) {
+    return SendError(status::payload_too_large,
+                     "Request body exceeds the limit of " + std::to_string(cfg().max_body_bytes) + " bytes.",
+                     "invalid_request_error", "", "local", "client_error", true);
+  }
+  if (IsParseError(ec)) {
+    return SendError(status::bad_request, "Malformed HTTP request.", "invalid_request_error", "", "local",
+                     "client_error", true);
+  }
+  OnReadFailed(ec);
+}
+
 // A request that could not be read to its end: the client left (counted as
 // client_closed, nothing sent) or ran out of time (client_timeout).
 void HttpConn::OnReadFailed(error_code ec) {
@@ -108,16 +123,7 @@ void HttpConn::OnReadHeader(error_code ec, size_t) {
     return SendError(status::request_header_fields_too_large, "Request header fields too large.",
                      "invalid_request_error", "", "local", "client_error", true);
   }
-  if (ec == http::error::body_limit) {
-    return SendError(status::payload_too_large,
-                     "Request body exceeds the limit of " + std::to_string(cfg().max_body_bytes) + " bytes.",
-                     "invalid_request_error", "", "local", "client_error", true);
-  }
-  if (ec && IsParseError(ec)) {
-    return SendError(status::bad_request, "Malformed HTTP request.", "invalid_request_error", "", "local",
-                     "client_error", true);
-  }
-  if (ec) return OnReadFailed(ec);
+  if (ec) return OnRequestReadError(ec);
   auto& req = parser_->get();
   keep_alive_ = req.keep_alive();
   method_ = req.method();
@@ -180,16 +186,7 @@ void HttpConn::DoReadBodyDirect(size_t len) {
 }
 
 void HttpConn::OnRead(error_code ec, size_t) {
-  if (ec == http::error::body_limit) {
-    return SendError(status::payload_too_large,
-                     "Request body exceeds the limit of " + std::to_string(cfg().max_body_bytes) + " bytes.",
-                     "invalid_request_error", "", "local", "client_error", true);
-  }
-  if (ec && IsParseError(ec)) {
-    return SendError(status::bad_request, "Malformed HTTP request.", "invalid_request_error", "", "local",
-                     "client_error", true);
-  }
-  if (ec) return OnReadFailed(ec);
+  if (ec) return OnRequestReadError(ec);
   HandleRequest();
 }
 

@@ -54,6 +54,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void DoReadBody();
   void DoReadBodyDirect(size_t len);
   void OnRead(error_code ec, size_t);
+  void OnRequestReadError(error_code ec);
   void OnReadFailed(error_code ec);
   void HandleRequest();
   void HandleCompletions();

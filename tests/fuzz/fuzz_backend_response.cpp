@@ -11,18 +11,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "fuzz_support.h"
 #include "proxy/http_rules.h"
 
 namespace http = boost::beast::http;
 
 namespace {
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_backend_response: invariant failed: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_backend_response", what); }
 
 }  // namespace
 

@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "core/tokenizer_impl.h"
+#include "fuzz_support.h"
 #include "test_support.h"
 
 namespace {
@@ -32,14 +33,8 @@ std::string ToUtf8(const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  for (const char* name : {"llama3", "qwen3", "deepseek_v3", "gptoss", "llama2", "tiktoken:cl100k_base",
-                           "tiktoken:r50k_base"}) {
-    auto bytes = toktier::test::ReadFile(toktier::test::TokenizerPath(name));
-    if (!bytes) continue;
-    toktier::core::Status st;
-    auto t = toktier::core::Tokenizer::FromBytes(*bytes, "", &st);
-    if (t) Tokenizers().push_back(t);
-  }
+  Tokenizers() = toktier::fuzz::LoadTokenizers({"llama3", "qwen3", "deepseek_v3", "gptoss", "llama2", "tiktoken:cl100k_base",
+                           "tiktoken:r50k_base"});
   if (Tokenizers().empty()) std::printf("fuzz_encode_paths: no tokenizer files (npm ci in tools/); nothing to do\n");
   return 0;
 }

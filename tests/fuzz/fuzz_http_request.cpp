@@ -14,18 +14,14 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/completion_request.h"
+#include "fuzz_support.h"
 #include "proxy/http_rules.h"
 
 namespace http = boost::beast::http;
 
 namespace {
 
-void Check(bool ok, const char* what) {
-  if (!ok) {
-    std::fprintf(stderr, "fuzz_http_request: invariant failed: %s\n", what);
-    std::abort();
-  }
-}
+void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_http_request", what); }
 
 void CheckBody(const std::string& body) {
   std::string padded = body;

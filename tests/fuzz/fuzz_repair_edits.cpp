@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/core.h"
+#include "fuzz_support.h"
 #include "test_support.h"
 
 namespace {
@@ -39,14 +40,8 @@ size_t BackToChar(const std::string& s, size_t i) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  for (const char* name : {"llama3", "qwen3", "deepseek_v3", "gptoss", "llama2", "gemma3", "tiktoken:cl100k_base",
-                           "tiktoken:r50k_base"}) {
-    auto bytes = toktier::test::ReadFile(toktier::test::TokenizerPath(name));
-    if (!bytes) continue;
-    toktier::core::Status st;
-    auto t = toktier::core::Tokenizer::FromBytes(*bytes, "", &st);
-    if (t) Tokenizers().push_back(t);
-  }
+  Tokenizers() = toktier::fuzz::LoadTokenizers({"llama3", "qwen3", "deepseek_v3", "gptoss", "llama2", "gemma3", "tiktoken:cl100k_base",
+                           "tiktoken:r50k_base"});
   if (auto llama3 = toktier::test::ReadFile(toktier::test::TokenizerPath("llama3"))) {
     auto j = nlohmann::json::parse(*llama3);
     j["normalizer"] = {{"type", "NFKC"}};

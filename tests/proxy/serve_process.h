@@ -20,7 +20,28 @@
 #include <string>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "mock_engine.h"
+#include "test_support.h"
+
 namespace toktier::test {
+
+// Writes DIR/config.json for a child `toktier serve` in front of `engine`
+// (llama3, RocksDB in DIR/db, no guard or shadow sampling) and returns its path.
+inline std::string WriteServeConfig(const MockEngine& engine, const std::filesystem::path& dir) {
+  nlohmann::json cfg = {{"listen", "127.0.0.1"},
+                        {"port", 0},
+                        {"workers", 2},
+                        {"backends", {engine.url()}},
+                        {"models", {{{"name", "llama3"}, {"tokenizer", TokenizerPath("llama3")}}}},
+                        {"guard", {{"enabled", false}}},
+                        {"health", {{"interval_ms", 100}}},
+                        {"shadow_sample_rate", 0},
+                        {"store", {{"data_dir", (dir / "db").string()}}}};
+  std::ofstream(dir / "config.json") << cfg.dump();
+  return (dir / "config.json").string();
+}
 
 struct ServeProcess {
   pid_t pid = -1;

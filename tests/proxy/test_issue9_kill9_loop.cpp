@@ -56,16 +56,7 @@ TEST_CASE("issue 9: kill -9 in a loop under load: never a wrong ID, never a corr
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("toktier_kill9_" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
-  json cfg = {{"listen", "127.0.0.1"},
-              {"port", 0},
-              {"workers", 2},
-              {"backends", {engine.url()}},
-              {"models", {{{"name", "llama3"}, {"tokenizer", TokenizerPath("llama3")}}}},
-              {"guard", {{"enabled", false}}},
-              {"health", {{"interval_ms", 100}}},
-              {"shadow_sample_rate", 0},
-              {"store", {{"data_dir", (dir / "db").string()}}}};
-  std::ofstream(dir / "config.json") << cfg.dump();
+  WriteServeConfig(engine, dir);
 
   struct Session {
     std::string text;

@@ -377,16 +377,7 @@ TEST_CASE("issue 9.11: content-addressed sessions survive kill -9 and restart; n
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
                               ("toktier_issue9_" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
-  json cfg = {{"listen", "127.0.0.1"},
-              {"port", 0},
-              {"workers", 2},
-              {"backends", {engine.url()}},
-              {"models", {{{"name", "llama3"}, {"tokenizer", TokenizerPath("llama3")}}}},
-              {"guard", {{"enabled", false}}},
-              {"health", {{"interval_ms", 100}}},
-              {"shadow_sample_rate", 0},
-              {"store", {{"data_dir", (dir / "db").string()}}}};
-  std::ofstream(dir / "config.json") << cfg.dump();
+  WriteServeConfig(engine, dir);
   // No session header anywhere. A: one conversation, two calls. C: another
   // conversation with the same first 1 KiB (same system prompt), then its own.
   const std::string system = Text(1024, 42);
