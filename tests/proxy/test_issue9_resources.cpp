@@ -187,13 +187,13 @@ TEST_CASE("issue 9.9: a repeated-character prompt costs about what text costs, a
                                 << " MiB");
   // Old code: 1 us per character in one binary heap (about 6 s here, 40x
   // text); now rank buckets read in order.
-  CHECK(t_rep < 8 * t_text + 1.0);
+  if (!kSanitizedBuild) CHECK(t_rep < 8 * t_text + 1.0);
   // Old code kept the BPE's per-thread symbol array and heap (about 56 bytes
   // per character) for the life of the thread. What stays now is what the
   // budget accounts for (the state and the session's cache) plus slack for
   // allocator pages.
   CHECK(acc1 >= acc0);
-  CHECK(rss1 - rss0 <= (acc1 - acc0) + 48.0 * 1048576);
+  if (!kSanitizedBuild) CHECK(rss1 - rss0 <= (acc1 - acc0) + 48.0 * 1048576);
 }
 
 TEST_CASE("issue 9.9: small requests of other sessions are not held up by big prompts; a session stays in order") {
@@ -255,7 +255,7 @@ TEST_CASE("issue 9.9: small requests of other sessions are not held up by big pr
                      << Percentile(all, 1.0) * 1000 << " ms");
   // Old code: each small request on the worker waited for the whole big job
   // (seconds). The bound is loose for a shared 2-core machine.
-  CHECK(p99 < 0.3);
+  if (!kSanitizedBuild) CHECK(p99 < 0.3);
   // The small sessions' last IDs are exact.
   std::map<std::string, std::string> last_body;
   for (const auto& r : engine.Requests()) {
@@ -344,7 +344,7 @@ TEST_CASE("issue 9.10: everything kept per session stays within the memory budge
   // Tolerance (docs/security.md): allocator pages and the per-thread caches
   // of the tokenizer, 64 MiB. Old code: the store's budget plus half of it
   // again for the caches, and freed prompt buffers kept by malloc (+300 MiB).
-  CHECK(rss1 - rss0 <= static_cast<double>(config.memory_budget_bytes) + 64.0 * 1048576);
+  if (!kSanitizedBuild) CHECK(rss1 - rss0 <= static_cast<double>(config.memory_budget_bytes) + 64.0 * 1048576);
 }
 
 // The bytes of shadow samples waiting for verification are capped
