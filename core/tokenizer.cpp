@@ -34,8 +34,14 @@ class PieceCache {
     if (lens) lens->insert(lens->end(), lens_.begin() + s.val_off, lens_.begin() + s.val_off + s.count);
     return true;
   }
+  // Bounds of the arenas (about 24 MiB per thread at most, plus 6 MiB of
+  // slots): past them the cache starts over and gives the memory back, so a
+  // long-lived worker does not keep a peak's worth of pieces.
+  static constexpr size_t kMaxKeyBytes = size_t{8} << 20;
+  static constexpr size_t kMaxValues = size_t{2} << 20;
+
   void Store(std::string_view piece, uint64_t h, const uint32_t* ids, const uint32_t* lens, size_t count) {
-    if (keys_.size() > (32u << 20) || vals_.size() > (16u << 20)) Clear();
+    if (keys_.size() > kMaxKeyBytes || vals_.size() > kMaxValues) Release();
     Slot& s = slots_[h & (kSlots - 1)];
     s.hash = h;
     s.key_off = static_cast<uint32_t>(keys_.size());
@@ -51,6 +57,12 @@ class PieceCache {
     keys_.clear();
     vals_.clear();
     lens_.clear();
+  }
+  void Release() {
+    Clear();
+    std::string().swap(keys_);
+    std::vector<uint32_t>().swap(vals_);
+    std::vector<uint32_t>().swap(lens_);
   }
   PieceCache() : slots_(kSlots) {}
 
