@@ -204,14 +204,20 @@ class StoreImpl final : public StateStore {
     }
   }
 
+  // An iterator over the meta records (keys "M..."), bypassing the block
+  // cache (scans would evict the hot states' blocks).
+  std::unique_ptr<rocksdb::Iterator> NewMetaIterator() {
+    static const std::string kUpper = "N";
+    static const rocksdb::Slice kUpperBound(kUpper);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &kUpperBound;
+    ro.fill_cache = false;
+    return std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(ro));
+  }
+
   void ScanTags(const std::function<void(std::string_view, int64_t)>& fn) {
     const int64_t now = NowMs();
-    rocksdb::ReadOptions ro;
-    std::string upper = "N";
-    rocksdb::Slice ub(upper);
-    ro.iterate_upper_bound = &ub;
-    ro.fill_cache = false;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+    auto it = NewMetaIterator();
     std::string k;
     format::Meta m;
     for (it->Seek("M"); it->Valid(); it->Next()) {
@@ -662,12 +668,7 @@ class StoreImpl final : public StateStore {
     const int64_t now = NowMs();
     std::vector<std::string> victims;
     {
-      rocksdb::ReadOptions ro;
-      std::string upper = "N";
-      rocksdb::Slice ub(upper);
-      ro.iterate_upper_bound = &ub;
-      ro.fill_cache = false;
-      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro));
+      auto it = NewMetaIterator();
       for (it->Seek("M"); it->Valid(); it->Next()) {
         std::string k;
         if (!format::ParseMetaKey(std::string_view(it->key().data(), it->key().size()), &k)) continue;

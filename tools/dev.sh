@@ -113,8 +113,9 @@ case "$cmd" in
   run) setup; build; run_main "$@" ;;
   test)
     setup; build; run_tests "$@"
-    # Sanitizers after the release run (TOKTIER_SANITIZERS=0 skips them).
-    if [[ "${TOKTIER_SANITIZERS:-1}" != 0 && $# -eq 0 ]]; then run_sanitized; fi
+    # Sanitizers after the release run, when asked (TOKTIER_SANITIZERS=1):
+    # not yet part of CI (docs/security.md, "Standing campaign").
+    if [[ "${TOKTIER_SANITIZERS:-0}" == 1 && $# -eq 0 ]]; then run_sanitized; fi
     ;;
   sanitize) setup; run_sanitized ;;
   bench)
