@@ -12,6 +12,7 @@
 #include <boost/beast/http.hpp>
 
 #include "fuzz_support.h"
+#include "http_feed.h"
 #include "proxy/http_rules.h"
 
 namespace http = boost::beast::http;
@@ -33,17 +34,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parser.header_limit(static_cast<uint32_t>(kHeaderLimit - header_bytes));
     parser.eager(true);
     boost::system::error_code ec;
-    size_t used = 0;
-    while (used < in.size() && !parser.is_done()) {
-      size_t n = parser.put(boost::asio::buffer(in.data() + used, in.size() - used), ec);
-      if (ec == http::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec || n == 0) break;
-      used += n;
-      if (!parser.is_done() && parser.is_header_done() && parser.get().result_int() / 100 == 1) break;
-    }
+    // An interim answer ends at its header.
+    size_t used = toktier::fuzz::FeedMessage(parser, in, ec, [&] {
+      return !parser.is_done() && parser.is_header_done() && parser.get().result_int() / 100 == 1;
+    });
     if (used >= in.size() && !parser.is_done() && !ec) parser.put_eof(ec);
     if (ec && !parser.is_header_done()) return 0;  // 502 (malformed or truncated header)
     if (!parser.is_header_done()) return 0;

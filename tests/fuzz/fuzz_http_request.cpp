@@ -15,6 +15,7 @@
 
 #include "proxy/completion_request.h"
 #include "fuzz_support.h"
+#include "http_feed.h"
 #include "proxy/http_rules.h"
 
 namespace http = boost::beast::http;
@@ -52,17 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     parser.body_limit(kBodyLimit);
     parser.eager(true);
     boost::system::error_code ec;
-    size_t used = 0;
-    while (used < in.size() && !parser.is_done()) {
-      size_t n = parser.put(boost::asio::buffer(in.data() + used, in.size() - used), ec);
-      if (ec == http::error::need_more) {
-        ec = {};
-        break;
-      }
-      if (ec) break;
-      if (n == 0) break;
-      used += n;
-    }
+    size_t used = toktier::fuzz::FeedMessage(parser, in, ec, [] { return false; });
     if (ec || !parser.is_header_done()) return 0;
     Check(used <= kHeaderLimit + kBodyLimit + in.size(), "consumed bytes");
     auto& req = parser.get();
