@@ -34,6 +34,12 @@
 //   --seconds but at least 100 arrivals (at most 15 s). The proxy's CPU
 //   time per request (/proc/PID/stat) at the best rate is its capacity per
 //   core, which matters when the harness's core saturates first.
+// - Soak (--soak SECONDS): the proxy with state only, at the first context:
+//   the same sweep for its capacity, then back-to-back Poisson windows of
+//   --soak-window seconds at --soak-fraction of the best rate, the proxy's
+//   RSS after each window (CSV with --soak-csv; tools/plot_soak.py draws
+//   it), and the continuation check again at the end. Exits 1 on any error,
+//   drop or wrong ID.
 //
 // Markdown tables go to stdout, progress to stderr.
 #include <fcntl.h>
@@ -363,7 +369,7 @@ std::vector<LatencyResult> RunInterleaved(std::vector<Session>& sessions, const 
 }
 
 struct StepResult {
-  double rate = 0, seconds = 0, throughput = 0, p50 = 0, p99 = 0;
+  double rate = 0, seconds = 0, throughput = 0, p50 = 0, p90 = 0, p99 = 0;
   size_t n = 0, errors = 0, dropped = 0;
   double proxy_cpu_ms = 0, self_cpu_ms = 0;  // per completed request
   bool pass = false;
@@ -432,6 +438,7 @@ StepResult RunStep(const Target& tg, std::vector<Session>& sessions, std::vector
   res.errors = errors;
   res.dropped = dropped;
   res.p50 = Percentile(lat, 0.5);
+  res.p90 = Percentile(lat, 0.9);
   res.p99 = Percentile(lat, 0.99);
   res.throughput = res.n / std::max(wall, res.seconds);
   if (res.n) {
@@ -489,6 +496,50 @@ SweepResult Sweep(const Target& tg, size_t context, std::vector<Session> session
   return out;
 }
 
+// Resident set size of a process in MiB (VmRSS in /proc/PID/status).
+double ProcRssMiB(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return 0;
+}
+
+struct SoakWindow {
+  double t_end_s = 0;  // since the soak started
+  StepResult step;
+  double rss_mib = 0;
+};
+
+// The soak: back-to-back Poisson windows at a fixed rate; after each, the
+// proxy's RSS. A window is a RunStep (its own arrivals, latency from the
+// scheduled arrival), so a slow window cannot hide in a long average.
+std::vector<SoakWindow> RunSoak(const Target& tg, std::vector<Session>& sessions,
+                                const std::vector<std::string>& appends, double rate, double total_s,
+                                double window_s, FILE* csv) {
+  std::vector<SoakWindow> out;
+  std::vector<std::unique_ptr<HttpClient>> clients;
+  for (size_t i = 0; i < sessions.size(); ++i) clients.push_back(std::make_unique<HttpClient>(tg.port));
+  if (csv) std::fprintf(csv, "t_s,rate,requests,errors,dropped,p50_ms,p90_ms,p99_ms,rss_mib,proxy_cpu_ms_per_req\n");
+  const auto start = Clock::now();
+  for (uint64_t w = 0; std::chrono::duration<double>(Clock::now() - start).count() < total_s; ++w) {
+    SoakWindow sw;
+    sw.step = RunStep(tg, sessions, clients, appends, rate, window_s, 0x50a4 + w);
+    sw.t_end_s = std::chrono::duration<double>(Clock::now() - start).count();
+    sw.rss_mib = ProcRssMiB(tg.pid);
+    if (csv) {
+      std::fprintf(csv, "%.1f,%.1f,%zu,%zu,%zu,%.3f,%.3f,%.3f,%.1f,%.3f\n", sw.t_end_s, rate, sw.step.n,
+                   sw.step.errors, sw.step.dropped, sw.step.p50, sw.step.p90, sw.step.p99, sw.rss_mib,
+                   sw.step.proxy_cpu_ms);
+      std::fflush(csv);
+    }
+    std::fprintf(stderr, "loadgen: soak %6.0f s  done %5zu  err %zu  drop %zu  P50 %7.2f  P99 %7.2f ms  RSS %.1f MiB\n",
+                 sw.t_end_s, sw.step.n, sw.step.errors, sw.step.dropped, sw.step.p50, sw.step.p99, sw.rss_mib);
+    out.push_back(sw);
+  }
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -514,6 +565,14 @@ int main(int argc, char** argv) {
   app.add_option("--bisect-steps", bisect_steps, "bisection steps after the first failing rate");
   app.add_flag("--pin,!--no-pin", pin, "pin the proxies to one CPU and this process to another");
   app.add_flag("--skip-stateless-large", skip_stateless_large, "skip the stateless mode above 500K chars");
+  double soak_s = 0, soak_window_s = 10, soak_fraction = 0.8;
+  std::string soak_csv;
+  app.add_option("--soak", soak_s,
+                 "soak mode: after a capacity sweep of the proxy with state at the first --context, run this many "
+                 "seconds at --soak-fraction of the best rate (no latency table, no other modes)");
+  app.add_option("--soak-window", soak_window_s, "soak: seconds per measured window");
+  app.add_option("--soak-fraction", soak_fraction, "soak: fraction of the measured capacity");
+  app.add_option("--soak-csv", soak_csv, "soak: write one CSV row per window here (tools/plot_soak.py draws it)");
   std::string log_dir;
   app.add_option("--log-dir", log_dir,
                  "keep the proxies' logs here, with one line per request and its phases (log_requests)");
@@ -630,6 +689,42 @@ int main(int argc, char** argv) {
     std::vector<LatencyResult> lat;
     std::vector<SweepResult> sweep;
   };
+  // A continuation of the first four sessions through each proxy target must
+  // reach the engine as the reference IDs of its prompt; the sessions then
+  // take these continuations too (the proxies hold them).
+  auto check_continuations = [&](const std::vector<Target>& targets, std::vector<Session>& sessions,
+                                 size_t context) {
+    engine.set_record(true);
+    size_t checked = 0;
+    bool ok = true;
+    for (size_t ti = 1; ti < targets.size() && ok; ++ti) {
+      HttpClient c(targets[ti].port);
+      for (size_t si = 0; si < sessions.size() && si < 4; ++si) {
+        Session probe = sessions[si];
+        Advance(probe, appends);
+        engine.ClearRequests();
+        HttpResponse r = c.Post(kTarget, probe.body, probe.header);
+        auto got = engine.Requests();
+        std::string prompt = nlohmann::json::parse(probe.body)["prompt"].get<std::string>();
+        std::vector<uint32_t> want;
+        tok->Encode(prompt, /*add_special_tokens=*/true, want);
+        if (r.status != 200 || got.size() != 1 ||
+            nlohmann::json::parse(got[0].body)["prompt"].get<std::vector<uint32_t>>() != want) {
+          std::fprintf(stderr, "loadgen: %s forwarded IDs that differ from the reference (session %zu)\n",
+                       targets[ti].name.c_str(), si);
+          ok = false;
+          break;
+        }
+        ++checked;
+      }
+    }
+    if (ok)
+      for (size_t si = 0; si < sessions.size() && si < 4; ++si) Advance(sessions[si], appends);
+    engine.set_record(false);
+    engine.ClearRequests();
+    if (ok) std::fprintf(stderr, "loadgen: %zu chars: IDs of %zu continuations equal the reference\n", context, checked);
+    return ok;
+  };
   std::vector<Summary> summaries;
   for (size_t context : contexts) {
     Summary sum;
@@ -637,7 +732,7 @@ int main(int argc, char** argv) {
     sum.sessions = sessions_n > 0 ? sessions_n : (context <= 300000 ? 64 : 16);
     sum.targets.push_back({"direct", engine.port(), -1});
     sum.targets.push_back({"proxy", stateful.port(), stateful.pid()});
-    if (!(context > 500000 && skip_stateless_large)) sum.targets.push_back({"proxy-stateless", stateless.port(), stateless.pid()});
+    if (!(context > 500000 && skip_stateless_large) && soak_s <= 0) sum.targets.push_back({"proxy-stateless", stateless.port(), stateless.pid()});
 
     std::fprintf(stderr, "loadgen: %zu chars: building %d sessions\n", context, sum.sessions);
     std::vector<Session> sessions = MakeSessions(context, sum.sessions, histories);
@@ -656,34 +751,53 @@ int main(int argc, char** argv) {
     }
     // Check before timing: a continuation of some sessions through each
     // proxy must reach the engine as the reference IDs of its prompt.
-    {
-      engine.set_record(true);
-      size_t checked = 0;
-      for (size_t ti = 1; ti < sum.targets.size(); ++ti) {
-        HttpClient c(sum.targets[ti].port);
-        for (size_t si = 0; si < sessions.size() && si < 4; ++si) {
-          Session probe = sessions[si];
-          Advance(probe, appends);
-          engine.ClearRequests();
-          HttpResponse r = c.Post(kTarget, probe.body, probe.header);
-          auto got = engine.Requests();
-          std::string prompt = nlohmann::json::parse(probe.body)["prompt"].get<std::string>();
-          std::vector<uint32_t> want;
-          tok->Encode(prompt, /*add_special_tokens=*/true, want);
-          if (r.status != 200 || got.size() != 1 ||
-              nlohmann::json::parse(got[0].body)["prompt"].get<std::vector<uint32_t>>() != want) {
-            std::fprintf(stderr, "loadgen: %s forwarded IDs that differ from the reference (session %zu)\n",
-                         sum.targets[ti].name.c_str(), si);
-            return 1;
-          }
-          ++checked;
-        }
+    if (!check_continuations(sum.targets, sessions, context)) return 1;
+    if (soak_s > 0) {
+      // Soak: capacity of the proxy with state, then a long run below it.
+      const Target& proxy = sum.targets[1];
+      SweepResult sw = Sweep(proxy, context, sessions, appends, seconds, max_rate, bisect_steps);
+      if (!sw.best) {
+        std::fprintf(stderr, "loadgen: %zu chars: no rate passed; no soak\n", context);
+        return 1;
       }
-      // The proxies now hold these continuations: the sessions take them too.
-      for (size_t si = 0; si < sessions.size() && si < 4; ++si) Advance(sessions[si], appends);
-      engine.set_record(false);
-      engine.ClearRequests();
-      std::fprintf(stderr, "loadgen: %zu chars: IDs of %zu continuations equal the reference\n", context, checked);
+      const double rate = soak_fraction * sw.best->rate;
+      std::fprintf(stderr, "loadgen: soak at %.1f req/s (%.0f%% of %s%.1f) for %g s\n", rate, 100 * soak_fraction,
+                   sw.capped ? ">= " : "", sw.best->rate, soak_s);
+      FILE* csv = soak_csv.empty() ? nullptr : std::fopen(soak_csv.c_str(), "w");
+      if (!soak_csv.empty() && !csv) {
+        std::fprintf(stderr, "loadgen: cannot write %s: %s\n", soak_csv.c_str(), std::strerror(errno));
+        return 1;
+      }
+      const double rss_before = ProcRssMiB(proxy.pid);
+      std::vector<SoakWindow> windows = RunSoak(proxy, sessions, appends, rate, soak_s, soak_window_s, csv);
+      if (csv) std::fclose(csv);
+      // The same check after the soak: state that survived it is still exact.
+      const bool exact_after = check_continuations({sum.targets[0], proxy}, sessions, context);
+      size_t n = 0, errors = 0, dropped = 0;
+      double worst_p99 = 0, rss_max = 0;
+      std::vector<double> p99s;
+      for (const auto& w : windows) {
+        n += w.step.n;
+        errors += w.step.errors;
+        dropped += w.step.dropped;
+        worst_p99 = std::max(worst_p99, w.step.p99);
+        rss_max = std::max(rss_max, w.rss_mib);
+        p99s.push_back(w.step.p99);
+      }
+      const size_t half = windows.size() / 2;
+      const double rss_mid = windows.empty() ? 0 : windows[half].rss_mib;
+      const double rss_end = windows.empty() ? 0 : windows.back().rss_mib;
+      std::printf("Soak (%zu chars, %d sessions): capacity %s%.1f req/s at P99 <= %g ms (%d steps); soak at %.1f "
+                  "req/s (%.0f%%) for %.0f s in %zu windows of %g s.\n\n",
+                  context, sum.sessions, sw.capped ? ">= " : "", sw.best->rate, kP99LimitMs, sw.steps, rate,
+                  100 * soak_fraction, windows.empty() ? 0.0 : windows.back().t_end_s, windows.size(), soak_window_s);
+      std::printf("| requests | errors | dropped | window P99 median ms | window P99 max ms | RSS before MiB | RSS at "
+                  "half MiB | RSS end MiB | RSS max MiB | IDs exact after |\n");
+      std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+      std::printf("| %zu | %zu | %zu | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %s |\n", n, errors, dropped,
+                  Percentile(p99s, 0.5), worst_p99, rss_before, rss_mid, rss_end, rss_max, exact_after ? "yes" : "NO");
+      std::fflush(stdout);
+      return errors == 0 && dropped == 0 && exact_after ? 0 : 1;
     }
     std::fprintf(stderr, "loadgen: %zu chars: %d interleaved closed-loop requests per mode\n", context,
                  latency_requests);

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "test_support.h"
@@ -41,8 +42,9 @@ std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_an
     std::ofstream f(in_path, std::ios::binary);
     f << input;
   }
+  std::string err_path = in_path + ".stderr";
   std::string cmd = "node " + std::string(TOKTIER_SOURCE_DIR) + "/tools/" + script_and_args + " < '" + in_path +
-                    "' 2>/dev/null";
+                    "' 2>'" + err_path + "'";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return std::nullopt;
   std::string buf;
@@ -50,8 +52,18 @@ std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_an
   size_t n;
   while ((n = fread(chunk, 1, sizeof chunk, p)) > 0) buf.append(chunk, n);
   int rc = pclose(p);
+  if (rc != 0) {
+    // Keep the input and say why: a failed reference run must be reproducible.
+    std::ifstream e(err_path, std::ios::binary);
+    std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    if (err.size() > 4000) err = "..." + err.substr(err.size() - 4000);
+    std::cerr << "node tools/" << script_and_args << " failed (status " << rc << "); input kept in " << in_path
+              << "\n" << err << "\n";
+    fs::remove(err_path);
+    return std::nullopt;
+  }
   fs::remove(in_path);
-  if (rc != 0) return std::nullopt;
+  fs::remove(err_path);
   std::vector<std::string> lines;
   std::istringstream ss(buf);
   std::string line;

@@ -84,13 +84,15 @@ run_tests() {
 #  - TSan (build/tsan): the proxy's concurrency tests (live servers, I/O and
 #    worker threads, the store's writer thread).
 # Suppressions, each with its reason, are in tests/sanitizers/.
+# Build type Sanitize: -O1, line tables only (CMakeLists.txt).
+SANITIZE_FLAGS=(-DCMAKE_BUILD_TYPE=Sanitize)
 run_sanitized() {
   local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers"
   log "ASan+UBSan build ($asan)"
-  cmake -S "$ROOT" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_SANITIZE=address >/dev/null
+  cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address >/dev/null
   cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store \
     fuzz_hf_loader fuzz_encode_paths fuzz_session_file fuzz_completion_request fuzz_repair_edits \
-    fuzz_http_request fuzz_backend_response
+    fuzz_http_request fuzz_backend_response fuzz_live_server
   (cd "$asan" &&
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
     LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
@@ -98,7 +100,7 @@ run_sanitized() {
     ctest --output-on-failure -j "$JOBS" \
       -R '^(proxy/test_|store/|fuzz/)')
   log "TSan build ($tsan)"
-  cmake -S "$ROOT" -B "$tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_SANITIZE=thread >/dev/null
+  cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread >/dev/null
   cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy
   (cd "$tsan" &&
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \

@@ -2,6 +2,7 @@
 # libFuzzer campaigns over the fuzz targets in tests/fuzz (clang 14 from
 # Debian, ASan + UBSan, coverage on every library):
 #   tools/fuzz.sh [RUNS] [TARGET...]      default: 1000000 runs, every target
+#   FUZZ_SECONDS=S tools/fuzz.sh 0 ...    run each target for S seconds instead
 # Each target runs over its committed corpus tests/fuzz/corpus/TARGET plus
 # the seeds; new coverage is added to the corpus (commit it). Prints one line
 # per target with its executions; a crash stops the run and leaves the
@@ -14,18 +15,23 @@ shift || true
 TARGETS=("$@")
 if ((${#TARGETS[@]} == 0)); then
   TARGETS=(fuzz_http_request fuzz_backend_response fuzz_completion_request fuzz_session_file fuzz_hf_loader
-           fuzz_repair_edits fuzz_encode_paths)
+           fuzz_repair_edits fuzz_encode_paths fuzz_live_server)
 fi
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTOKTIER_LIBFUZZER=ON >/dev/null
 cmake --build "$BUILD" -j "${TOKTIER_JOBS:-$(nproc)}" --target "${TARGETS[@]}"
 mkdir -p "$BUILD/artifacts"
+limit=(-runs="$RUNS")
+if [[ -n "${FUZZ_SECONDS:-}" ]]; then
+  limit=(-max_total_time="$FUZZ_SECONDS")
+  ((RUNS > 0)) && limit+=(-runs="$RUNS")
+fi
 for t in "${TARGETS[@]}"; do
   corpus="$ROOT/tests/fuzz/corpus/$t"
   mkdir -p "$corpus"
   seeds=()
   case "$t" in
-    fuzz_http_request) seeds=("$ROOT"/tests/fuzz/seeds/http_request*.txt) ;;
+    fuzz_http_request | fuzz_live_server) seeds=("$ROOT"/tests/fuzz/seeds/http_request*.txt) ;;
     fuzz_backend_response) seeds=("$ROOT"/tests/fuzz/seeds/backend_response*.txt) ;;
     fuzz_completion_request) seeds=("$ROOT"/tests/fuzz/seeds/completion_request*.json) ;;
     fuzz_session_file) seeds=("$ROOT"/tests/fuzz/seeds/session.jsonl) ;;
@@ -38,8 +44,9 @@ for t in "${TARGETS[@]}"; do
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
   LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    "$BUILD/tests/fuzz/$t" -runs="$RUNS" -max_len=65536 -reduce_inputs=1 -print_final_stats=1 \
+    "$BUILD/tests/fuzz/$t" "${limit[@]}" -max_len=65536 -reduce_inputs=1 -print_final_stats=1 \
       -artifact_prefix="$BUILD/artifacts/" "$corpus" >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
   execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -1)
-  printf '%s: %s executions, corpus %s files\n' "$t" "${execs:-?}" "$(ls "$corpus" | wc -l)"
+  rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log" | tail -1)
+  printf '%s: %s executions (%s/s), corpus %s files\n' "$t" "${execs:-?}" "${rate:-?}" "$(ls "$corpus" | wc -l)"
 done

@@ -1,12 +1,16 @@
 // Runs a libFuzzer target without libFuzzer (g++ builds, CI): feeds seed
 // inputs, then random and mutated inputs, for a bounded number of iterations
-// or seconds. Usage: fuzz_x [--iterations N] [--seconds S] [--seed K] [FILE...]
+// or seconds. Usage: fuzz_x [--iterations N] [--seconds S] [--seed K] [FILE|DIR...]
+// A directory (a committed libFuzzer corpus) contributes every file in it, so
+// each CI run replays what the long campaigns found.
 // With clang, the same targets link against libFuzzer instead (preset "fuzz").
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -36,6 +40,13 @@ std::string Mutate(std::string s, std::mt19937& rng) {
   return s;
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -47,11 +58,14 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--iterations") && i + 1 < argc) iterations = std::atol(argv[++i]);
     else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--seed") && i + 1 < argc) seed = static_cast<unsigned>(std::atoi(argv[++i]));
-    else {
-      std::ifstream in(argv[i], std::ios::binary);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      seeds.push_back(ss.str());
+    else if (std::filesystem::is_directory(argv[i])) {
+      std::vector<std::filesystem::path> files;
+      for (const auto& e : std::filesystem::directory_iterator(argv[i]))
+        if (e.is_regular_file()) files.push_back(e.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files) seeds.push_back(ReadAll(f.string()));
+    } else {
+      seeds.push_back(ReadAll(argv[i]));
     }
   }
   if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);
@@ -74,6 +88,6 @@ int main(int argc, char** argv) {
     }
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t*>(in.data()), in.size());
   }
-  std::printf("fuzz: %ld inputs, no crash, no divergence\n", n);
+  std::printf("fuzz: %ld inputs (%zu from seeds and corpus), no crash, no divergence\n", n, seeds.size());
   return 0;
 }

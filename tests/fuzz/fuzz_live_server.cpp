@@ -1,0 +1,169 @@
+// The request path through the real server code: one proxy::Server (memory
+// store, the qwen3 tokenizer, short deadlines) in front of a mock engine, both
+// in this process. Each input is the bytes one client sends on one connection
+// (pipelined requests included); its last byte also picks how the engine
+// misbehaves for it (interim answers, bytes after the body, resets, malformed
+// or huge headers) and whether the client half-closes after writing (which
+// the proxy takes as the client leaving: the request is cancelled) or waits.
+// Either way the client reads until the server closes; short deadlines (a
+// 50 ms idle timeout after a response, 300 ms to read a request) bound the
+// wait. Invariants: whatever comes back starts with an HTTP/1.1
+// status line (100-599), the server closes the connection within its
+// deadlines, and it keeps answering a well-formed request (probed every 64
+// inputs). ASan/UBSan watch the server's I/O and worker threads.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "fuzz_support.h"
+#include "mock_engine.h"
+#include "proxy/config.h"
+#include "proxy/server.h"
+
+namespace {
+
+using toktier::test::MockEngine;
+using toktier::test::MockMode;
+
+void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_live_server", what); }
+
+struct Live {
+  std::unique_ptr<MockEngine> engine;
+  std::unique_ptr<toktier::proxy::Server> server;
+  uint64_t inputs = 0;
+};
+
+Live* g_live = nullptr;
+
+// Engine behaviours that answer at once (stalls and silence would only make
+// every input wait for a deadline).
+constexpr MockMode kModes[] = {MockMode::kOk,          MockMode::kOk,           MockMode::kStream,
+                               MockMode::kFail,        MockMode::kCloseEarly,   MockMode::kInterim,
+                               MockMode::kSwitching,   MockMode::kTrailingBytes, MockMode::kResetMidStream,
+                               MockMode::kBadStatusLine, MockMode::kBadHeader,  MockMode::kHugeHeaders};
+
+// Sends `bytes`, half-closes if asked, reads until the server closes.
+// Returns false when the server kept the connection past `timeout_s`.
+bool Exchange(uint16_t port, const std::string& bytes, bool half_close, std::string* answer, int timeout_s) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  Check(fd >= 0, "socket");
+  timeval tv{timeout_s, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  Check(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect to the proxy");
+  // The server may answer and close before reading everything (an early
+  // 4xx): a failed send is fine, the answer is what counts.
+  for (size_t off = 0; off < bytes.size();) {
+    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    off += static_cast<size_t>(n);
+  }
+  if (half_close) ::shutdown(fd, SHUT_WR);
+  bool closed = false;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      if (answer->size() < (1u << 20)) answer->append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    closed = n == 0 || errno == ECONNRESET;
+    break;
+  }
+  ::close(fd);
+  return closed;
+}
+
+bool StatusLineOk(const std::string& s) {
+  if (s.size() < 12 || s.compare(0, 9, "HTTP/1.1 ") != 0) return false;
+  int code = 0;
+  for (int i = 9; i < 12; ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+    code = code * 10 + (s[i] - '0');
+  }
+  return code >= 100 && code <= 599;
+}
+
+#ifndef FUZZ_PROBE_EVERY
+#define FUZZ_PROBE_EVERY 64
+#endif
+constexpr uint64_t kProbeEvery = FUZZ_PROBE_EVERY;
+
+void Probe() {
+  g_live->engine->mode = MockMode::kOk;
+  const std::string body = R"({"model":"qwen3","prompt":"fuzz probe: still serving?","max_tokens":1})";
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    "Connection: close\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string answer;
+  Check(Exchange(g_live->server->port(), req, /*half_close=*/false, &answer, 10), "probe answered and closed");
+  if (answer.compare(0, 12, "HTTP/1.1 200") != 0) {
+    std::fprintf(stderr, "fuzz_live_server: probe answer:\n%s\n", answer.substr(0, 2000).c_str());
+    Check(false, "probe gets 200 after the inputs so far");
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  auto* live = new Live;  // lives for the process: the server's threads use it
+  live->engine = std::make_unique<MockEngine>(0, /*record=*/false);
+  live->engine->stream_events = 2;
+  live->engine->stream_delay_ms = 0;
+  live->engine->fault_delay_ms = 0;
+  live->engine->fault_bytes = 80 * 1024;
+  toktier::proxy::Config c;
+  c.listen_address = "127.0.0.1";
+  c.port = 0;
+  c.io_threads = 2;
+  c.workers = 1;
+  c.backends = {live->engine->url()};
+  c.data_dir = "";
+  c.allow_memory_only_fallback = true;
+  c.health_interval_ms = 200;
+  c.guard_enabled = false;
+  c.shadow_sample_rate = 0;
+  c.read_timeout_ms = 300;
+  c.idle_timeout_ms = 50;
+  c.backend_connect_timeout_ms = 1000;
+  c.backend_timeout_ms = 2000;
+  c.drain_timeout_ms = 1000;
+  c.max_body_bytes = 1 << 20;
+  c.memory_budget_bytes = size_t{64} << 20;
+  toktier::proxy::ModelConfig m;
+  m.name = "qwen3";
+  m.tokenizer = toktier::test::TokenizerPath("qwen3");
+  c.models.push_back(m);
+  live->server = std::make_unique<toktier::proxy::Server>(c);
+  std::string err;
+  if (!live->server->Start(&err)) {
+    std::fprintf(stderr, "fuzz_live_server: proxy start: %s\n", err.c_str());
+    std::abort();
+  }
+  g_live = live;
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > (256u << 10)) return 0;
+  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  g_live->engine->mode = size ? kModes[data[size - 1] % std::size(kModes)] : MockMode::kOk;
+  std::string answer;
+  // Every deadline is at most 2 s; 10 s means the connection was forgotten.
+  const bool half_close = size && (data[size - 1] & 0x80);
+  Check(Exchange(g_live->server->port(), bytes, half_close, &answer, 10), "the server closes a finished connection");
+  Check(answer.empty() || StatusLineOk(answer), "an answer starts with an HTTP/1.1 status line");
+  if (++g_live->inputs % kProbeEvery == 0) Probe();
+  return 0;
+}
