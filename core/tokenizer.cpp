@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cassert>
 #include <cstring>
+#include <memory>
 #include <unordered_map>
 
 #include "core/byte_level.h"
@@ -78,8 +79,10 @@ class PieceCache {
 
 PieceCache& CacheFor(uint64_t instance) {
   thread_local uint64_t owner = 0;
-  thread_local PieceCache* cache = nullptr;
-  if (cache == nullptr) cache = new PieceCache();  // lives for the thread
+  // Freed when the thread exits: servers that start and stop (tests, embedders)
+  // would otherwise lose up to ~30 MiB per worker thread each time.
+  thread_local std::unique_ptr<PieceCache> cache;
+  if (!cache) cache = std::make_unique<PieceCache>();
   if (owner != instance) {
     cache->Clear();
     owner = instance;

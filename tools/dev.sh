@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # toktier developer entry point. On a fresh Debian 12 machine:
 #   tools/dev.sh run    install what is missing, build, run the main job
-#   tools/dev.sh test   install what is missing, build, run every test (ctest)
+#   tools/dev.sh test   install what is missing, build, run every test (ctest),
+#                       then the ASan+UBSan and TSan runs (TOKTIER_SANITIZERS=0: skip)
 # Other commands: sanitize (only the ASan/UBSan and TSan runs), setup, build,
 # bench.
 set -euo pipefail
@@ -115,9 +116,9 @@ case "$cmd" in
   run) setup; build; run_main "$@" ;;
   test)
     setup; build; run_tests "$@"
-    # Sanitizers after the release run, when asked (TOKTIER_SANITIZERS=1):
-    # not yet part of CI (docs/security.md, "Standing campaign").
-    if [[ "${TOKTIER_SANITIZERS:-0}" == 1 && $# -eq 0 ]]; then run_sanitized; fi
+    # Then the sanitizer runs (CI included); TOKTIER_SANITIZERS=0 skips them,
+    # and so does a filtered run (ctest arguments given).
+    if [[ "${TOKTIER_SANITIZERS:-1}" == 1 && $# -eq 0 ]]; then run_sanitized; fi
     ;;
   sanitize) setup; run_sanitized ;;
   bench)
