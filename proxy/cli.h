@@ -10,5 +10,6 @@ int RunBenchEncode(int argc, char** argv);  // toktier bench encode
 int RunReplay(int argc, char** argv);       // toktier replay
 int RunBenchRepair(int argc, char** argv);  // toktier bench repair
 int RunServe(int argc, char** argv);        // toktier serve (the proxy)
+int RunRender(int argc, char** argv);       // toktier render (chat template)
 
 }  // namespace toktier::cli

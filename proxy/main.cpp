@@ -16,6 +16,7 @@ void Usage() {
                "  replay  --tokenizer PATH [--add-special-tokens] [--verify] SESSION.jsonl   IDs per call\n"
                "  bench   encode --tokenizer PATH --text FILE [--runs N]              throughput vs reference\n"
                "  bench   repair --tokenizer PATH --sessions DIR                      repair latency by context size\n"
+               "  render  --tokenizer-config FILE [--now ISO8601]                     chat request on stdin -> prompt\n"
                "  serve   [--config FILE] [--port N] [--backends URLS] [--model NAME=TOKENIZER] ...  the proxy\n"
                "Run 'toktier <command> --help' for a command's options.\n");
 }
@@ -48,6 +49,7 @@ int Dispatch(int argc, char** argv) {
   if (cmd == "info") return toktier::cli::RunInfo(argc - 1, argv + 1);
   if (cmd == "serve") return toktier::cli::RunServe(argc - 1, argv + 1);
   if (cmd == "replay") return toktier::cli::RunReplay(argc - 1, argv + 1);
+  if (cmd == "render") return toktier::cli::RunRender(argc - 1, argv + 1);
   if (cmd == "bench" && argc >= 3 && std::strcmp(argv[2], "encode") == 0) {
     return toktier::cli::RunBenchEncode(argc - 2, argv + 2);
   }

@@ -1,0 +1,123 @@
+#include "chat/chat_template.h"
+
+#include <new>
+
+#include "chat/error.h"
+#include "chat/interpreter.h"
+#include "chat/lexer.h"
+#include "chat/parser.h"
+
+namespace toktier::chat {
+
+const char* CodeName(Status::Code code) {
+  switch (code) {
+    case Status::Code::kOk: return "ok";
+    case Status::Code::kSyntaxError: return "syntax error";
+    case Status::Code::kRenderError: return "render error";
+    case Status::Code::kRaised: return "raise_exception";
+    case Status::Code::kUnsupported: return "unsupported";
+    case Status::Code::kLimitExceeded: return "limit exceeded";
+    case Status::Code::kInvalidArgument: return "invalid argument";
+  }
+  return "?";
+}
+
+std::string Status::ToString() const { return ok() ? "ok" : std::string(CodeName(code_)) + ": " + message_; }
+
+struct ChatTemplate::Impl {
+  NodePtr program;
+};
+
+ChatTemplate::ChatTemplate(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ChatTemplate::~ChatTemplate() = default;
+
+namespace {
+
+// Runs `body`, turning every internal failure into a Status.
+template <typename F>
+Status Guarded(F&& body) {
+  try {
+    body();
+    return Status::Ok();
+  } catch (const RenderFailure& f) {
+    return Status::Error(f.code, f.message);
+  } catch (const std::bad_alloc&) {
+    return Status::Error(Status::Code::kLimitExceeded, "out of memory");
+  } catch (const std::exception& e) {
+    return Status::Error(Status::Code::kRenderError, e.what());
+  } catch (...) {
+    // break/continue outside a loop: the reference fails the same way.
+    return Status::Error(Status::Code::kRenderError, "break or continue outside a loop");
+  }
+}
+
+}  // namespace
+
+Status ChatTemplate::Compile(std::string_view source, const TemplateOptions& options, std::unique_ptr<ChatTemplate>* out) {
+  out->reset();
+  if (source.size() > options.max_source_bytes) {
+    return Status::Error(Status::Code::kLimitExceeded, "template over " + std::to_string(options.max_source_bytes) + " bytes");
+  }
+  auto impl = std::make_unique<Impl>();
+  Status s = Guarded([&] { impl->program = Parse(Tokenize(source, options), options.max_parse_depth); });
+  if (s.ok()) out->reset(new ChatTemplate(std::move(impl)));
+  return s;
+}
+
+Status ChatTemplate::Render(const nlohmann::ordered_json& inputs, const RenderOptions& options, std::string* out) const {
+  if (!inputs.is_object()) return Status::Error(Status::Code::kInvalidArgument, "inputs must be a JSON object");
+  return Guarded([&] {
+    Interpreter interpreter(options);
+    *out = interpreter.Run(*impl_->program, inputs);
+  });
+}
+
+namespace {
+
+// tokenizer_config.json writes a special token as a string or as an
+// AddedToken object with "content".
+const nlohmann::ordered_json* TokenString(const nlohmann::ordered_json& config, const char* key) {
+  auto it = config.find(key);
+  if (it == config.end()) return nullptr;
+  if (it->is_string()) return &*it;
+  if (it->is_object()) {
+    auto c = it->find("content");
+    if (c != it->end() && c->is_string()) return &*c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::ordered_json& tokenizer_config,
+                       nlohmann::ordered_json* inputs) {
+  if (!request.is_object()) return Status::Error(Status::Code::kInvalidArgument, "the request must be a JSON object");
+  auto messages = request.find("messages");
+  if (messages == request.end() || !messages->is_array()) {
+    return Status::Error(Status::Code::kInvalidArgument, "the request has no \"messages\" array");
+  }
+  nlohmann::ordered_json in = nlohmann::ordered_json::object();
+  in["messages"] = *messages;
+  // transformers passes tools and documents as None when absent.
+  auto tools = request.find("tools");
+  in["add_generation_prompt"] = true;
+  in["tools"] = tools != request.end() ? *tools : nlohmann::ordered_json(nullptr);
+  in["documents"] = nullptr;
+  auto agp = request.find("add_generation_prompt");
+  if (agp != request.end()) {
+    if (!agp->is_boolean()) return Status::Error(Status::Code::kInvalidArgument, "add_generation_prompt must be a boolean");
+    in["add_generation_prompt"] = *agp;
+  }
+  for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
+    if (const auto* v = TokenString(tokenizer_config, key)) in[key] = *v;
+  }
+  auto kwargs = request.find("chat_template_kwargs");
+  if (kwargs != request.end() && !kwargs->is_null()) {
+    if (!kwargs->is_object()) return Status::Error(Status::Code::kInvalidArgument, "chat_template_kwargs must be an object");
+    for (const auto& [k, v] : kwargs->items()) in[k] = v;
+  }
+  *inputs = std::move(in);
+  return Status::Ok();
+}
+
+}  // namespace toktier::chat

@@ -1,0 +1,106 @@
+// Chat-template rendering: the Jinja subset that Hugging Face chat templates
+// use, with the semantics of @huggingface/jinja (the renderer transformers.js
+// uses for apply_chat_template), so a prompt rendered here is byte-identical
+// to the reference's. Pure: no I/O, no clock, no exceptions escape the API.
+//
+//   std::unique_ptr<chat::ChatTemplate> tmpl;
+//   chat::Status s = chat::ChatTemplate::Compile(source, {}, &tmpl);
+//   std::string prompt;
+//   if (s.ok()) s = tmpl->Render(inputs, {}, &prompt);
+//
+// A compiled template is immutable: Render may run on many threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace toktier::chat {
+
+class Status {
+ public:
+  enum class Code {
+    kOk,
+    kSyntaxError,     // the template does not parse
+    kRenderError,     // evaluation failed the way the reference fails (type errors, unknown filter...)
+    kRaised,          // the template called raise_exception(message)
+    kUnsupported,     // a feature the reference has and this renderer does not: never a different prompt
+    kLimitExceeded,   // output size, loop iterations or nesting depth over the configured bound
+    kInvalidArgument  // bad inputs (e.g. not a JSON object)
+  };
+  Status() = default;
+  static Status Ok() { return {}; }
+  static Status Error(Code code, std::string message) { return Status(code, std::move(message)); }
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+  std::string ToString() const;  // "<code name>: <message>"
+
+ private:
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+const char* CodeName(Status::Code code);
+
+struct TemplateOptions {
+  // transformers and transformers.js compile chat templates with both on: a
+  // newline after a block tag is dropped, and spaces/tabs before a block tag
+  // at the start of a line are stripped.
+  bool trim_blocks = true;
+  bool lstrip_blocks = true;
+  // Bound on the template source and on block/expression nesting while
+  // parsing (a hostile template cannot exhaust the stack).
+  size_t max_source_bytes = 1 << 20;
+  int max_parse_depth = 256;
+};
+
+struct RenderOptions {
+  // strftime_now() formats this instant (UTC). Unset: strftime_now is an
+  // error (kUnsupported), since the renderer never reads the clock itself.
+  std::optional<int64_t> now_unix_seconds;
+  // Bounds on a hostile template or input; each overrun is kLimitExceeded.
+  size_t max_output_bytes = 64u << 20;  // also bounds every intermediate string/list
+  uint64_t max_loop_iterations = 10'000'000;  // for-loop bodies plus list elements built, summed
+  int max_call_depth = 128;  // nested macro/caller calls and expression recursion
+};
+
+class ChatTemplate {
+ public:
+  // Parses `source` once. On error *out is left empty.
+  [[nodiscard]] static Status Compile(std::string_view source, const TemplateOptions& options,
+                                      std::unique_ptr<ChatTemplate>* out);
+
+  // Renders with `inputs` (a JSON object) as the top-level variables:
+  // messages, tools, add_generation_prompt, bos_token, eos_token and the
+  // request's chat_template_kwargs merged in. Key order matters (tojson keeps
+  // it), hence ordered_json. On error *out is unspecified.
+  [[nodiscard]] Status Render(const nlohmann::ordered_json& inputs, const RenderOptions& options,
+                              std::string* out) const;
+
+  ~ChatTemplate();
+  ChatTemplate(const ChatTemplate&) = delete;
+  ChatTemplate& operator=(const ChatTemplate&) = delete;
+
+ private:
+  struct Impl;
+  explicit ChatTemplate(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The variables transformers(.js) passes for an OpenAI chat request:
+// messages, tools (when present), add_generation_prompt (default true here,
+// as servers do), bos_token/eos_token from tokenizer_config.json (a string or
+// an object with "content"), then chat_template_kwargs on top.
+[[nodiscard]] Status BuildChatInputs(const nlohmann::ordered_json& request,
+                                     const nlohmann::ordered_json& tokenizer_config,
+                                     nlohmann::ordered_json* inputs);
+
+}  // namespace toktier::chat
