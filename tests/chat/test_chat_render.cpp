@@ -3,7 +3,10 @@
 // tools/ref_render.js).
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "chat/chat_template.h"
 
@@ -138,4 +141,45 @@ TEST_CASE("chat: hostile templates hit limits, not crashes") {
   std::string nested;
   for (int i = 0; i < 400; ++i) nested += "{% if true %}";
   CHECK(ErrorCode(nested) == Status::Code::kLimitExceeded);
+}
+
+TEST_CASE("chat: request to template inputs") {
+  Json config = Json::parse(R"({"bos_token": {"__type": "AddedToken", "content": "<B>"}, "eos_token": "<E>", "pad_token": null})");
+  Json request = Json::parse(R"({"model": "m", "messages": [{"role": "user", "content": "hi"}],
+                                 "chat_template_kwargs": {"enable_thinking": false}})");
+  Json inputs;
+  REQUIRE(toktier::chat::BuildChatInputs(request, config, &inputs).ok());
+  CHECK(inputs["bos_token"] == "<B>");
+  CHECK(inputs["eos_token"] == "<E>");
+  CHECK_FALSE(inputs.contains("pad_token"));
+  CHECK(inputs["add_generation_prompt"] == true);  // servers' default for chat requests
+  CHECK(inputs["tools"].is_null());                // transformers passes tools=None
+  CHECK(inputs["enable_thinking"] == false);
+  CHECK_FALSE(inputs.contains("model"));
+  CHECK(R("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}{{ add_generation_prompt }}", inputs) == "<B>hi<E>true");
+  request["add_generation_prompt"] = "yes";
+  CHECK(toktier::chat::BuildChatInputs(request, config, &inputs).code() == Status::Code::kInvalidArgument);
+  CHECK(toktier::chat::BuildChatInputs(Json::parse(R"({"prompt": "x"})"), config, &inputs).code() ==
+        Status::Code::kInvalidArgument);
+  // A kwarg named like a global fails as in the reference ("already declared").
+  std::string out;
+  CHECK(RenderWith("x", Json{{"range", 1}}, &out).code() == Status::Code::kRenderError);
+}
+
+TEST_CASE("chat: a compiled template renders on many threads at once") {
+  std::unique_ptr<ChatTemplate> t;
+  REQUIRE(ChatTemplate::Compile("{% for m in messages %}{{ m.content | upper }}{% endfor %}", TemplateOptions{}, &t).ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&, i] {
+      Json in = {{"messages", Json::array({{{"role", "user"}, {"content", "t" + std::to_string(i)}}})}};
+      for (int k = 0; k < 500; ++k) {
+        std::string out;
+        if (!t->Render(in, RenderOptions{}, &out).ok() || out != "T" + std::to_string(i)) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
 }
