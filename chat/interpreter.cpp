@@ -462,6 +462,8 @@ Value Interpreter::EvaluateSet(const Node& node, const EnvPtr& env) {
     Value object = Evaluate(target.a.get(), env);
     if (object.kind != ValueKind::kNamespace) FailRender("cannot assign attribute on non-namespace object");
     if (target.b->kind != NodeKind::kIdentifier) FailRender("Cannot assign to member with non-identifier property");
+    if (rhs.holds_namespace) FailUnsupported("assigning a namespace (or a list/dict holding one) to a namespace attribute");
+    if (rhs.depth + 1 > kMaxValueDepth) FailValueTooDeep();
     object.object->Set(target.b->str, std::move(rhs));
   } else {
     FailRender("Invalid LHS inside assignment expression");

@@ -1,5 +1,6 @@
 #include "chat/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,35 @@ const char* ValueTypeName(ValueKind kind) {
     case ValueKind::kFunction: return "FunctionValue";
   }
   return "?";
+}
+
+void FailValueTooDeep() {
+  Fail(Status::Code::kLimitExceeded, "lists/dicts nested deeper than " + std::to_string(kMaxValueDepth));
+}
+
+Value Value::Array(ArrayData items, ValueKind kind) {
+  Value v;
+  v.kind = kind;
+  for (const Value& x : items) {
+    v.depth = std::max(v.depth, x.depth + 1);
+    v.holds_namespace |= x.holds_namespace;
+  }
+  if (v.depth > kMaxValueDepth) FailValueTooDeep();
+  v.array = std::make_shared<ArrayData>(std::move(items));
+  return v;
+}
+
+Value Value::Object(std::shared_ptr<ObjectData> data, ValueKind kind) {
+  Value v;
+  v.kind = kind;
+  v.holds_namespace = kind == ValueKind::kNamespace;
+  for (const auto& [k, x] : data->entries()) {
+    v.depth = std::max(v.depth, x.depth + 1);
+    v.holds_namespace |= x.holds_namespace;
+  }
+  if (v.depth > kMaxValueDepth) FailValueTooDeep();
+  v.object = std::move(data);
+  return v;
 }
 
 const Value* ObjectData::Find(std::string_view key) const {

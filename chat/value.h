@@ -14,6 +14,11 @@
 
 namespace toktier::chat {
 
+// Lists and dicts nest at most this deep: deeper values would recurse
+// without bound when printed or freed (a template can build them in a loop).
+constexpr int kMaxValueDepth = 512;
+[[noreturn]] void FailValueTooDeep();
+
 enum class ValueKind { kUndefined, kNull, kBool, kInteger, kFloat, kString, kArray, kTuple, kObject, kKeywordArguments, kNamespace, kFunction };
 
 const char* ValueTypeName(ValueKind kind);  // the reference's type names, for error messages
@@ -46,6 +51,11 @@ struct Value {
   std::shared_ptr<ArrayData> array;     // kArray, kTuple
   std::shared_ptr<ObjectData> object;   // kObject, kKeywordArguments, kNamespace
   std::shared_ptr<const Function> function;
+  int depth = 0;  // nesting of lists/dicts inside this value
+  // A namespace, or a list/dict holding one. Namespaces are the only mutable
+  // values; keeping them out of namespace attributes rules out cycles and
+  // keeps `depth` exact for everything a namespace can later receive.
+  bool holds_namespace = false;
 
   static Value Undefined() { return {}; }
   static Value Null() { Value v; v.kind = ValueKind::kNull; return v; }
@@ -53,12 +63,8 @@ struct Value {
   static Value Integer(double n) { Value v; v.kind = ValueKind::kInteger; v.number = n; return v; }
   static Value Float(double n) { Value v; v.kind = ValueKind::kFloat; v.number = n; return v; }
   static Value String(std::string s) { Value v; v.kind = ValueKind::kString; v.str = std::make_shared<const std::string>(std::move(s)); return v; }
-  static Value Array(ArrayData items, ValueKind kind = ValueKind::kArray) {
-    Value v; v.kind = kind; v.array = std::make_shared<ArrayData>(std::move(items)); return v;
-  }
-  static Value Object(std::shared_ptr<ObjectData> data, ValueKind kind = ValueKind::kObject) {
-    Value v; v.kind = kind; v.object = std::move(data); return v;
-  }
+  static Value Array(ArrayData items, ValueKind kind = ValueKind::kArray);
+  static Value Object(std::shared_ptr<ObjectData> data, ValueKind kind = ValueKind::kObject);
   static Value Func(Function f) { Value v; v.kind = ValueKind::kFunction; v.function = std::make_shared<const Function>(std::move(f)); return v; }
 
   bool IsUndefined() const { return kind == ValueKind::kUndefined; }

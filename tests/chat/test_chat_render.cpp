@@ -183,3 +183,14 @@ TEST_CASE("chat: a compiled template renders on many threads at once") {
   for (auto& th : threads) th.join();
   CHECK(wrong == 0);
 }
+
+TEST_CASE("chat: values built in a loop cannot nest without bound") {
+  // Freeing or printing a million-deep list would recurse a million frames.
+  CHECK(ErrorCode("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}") ==
+        Status::Code::kLimitExceeded);
+  CHECK(ErrorCode("{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}") ==
+        Status::Code::kLimitExceeded);
+  // A namespace inside a namespace attribute could form a cycle: refused.
+  CHECK(ErrorCode("{% set ns = namespace() %}{% set ns.me = ns %}") == Status::Code::kUnsupported);
+  CHECK(R("{% set ns = namespace(x=[]) %}{% for i in range(3) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}") == "[[[[]]]]");
+}
