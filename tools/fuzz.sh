@@ -15,7 +15,7 @@ shift || true
 TARGETS=("$@")
 if ((${#TARGETS[@]} == 0)); then
   TARGETS=(fuzz_http_request fuzz_backend_response fuzz_completion_request fuzz_session_file fuzz_hf_loader
-           fuzz_repair_edits fuzz_encode_paths fuzz_live_server)
+           fuzz_repair_edits fuzz_encode_paths fuzz_live_server fuzz_chat_template)
 fi
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTOKTIER_LIBFUZZER=ON >/dev/null
@@ -38,6 +38,7 @@ for t in "${TARGETS[@]}"; do
     fuzz_hf_loader) seeds=("$ROOT"/tests/fuzz/seeds/tiny_tokenizer.json) ;;
     fuzz_repair_edits) seeds=("$ROOT"/tests/fuzz/seeds/repair_edits.bin) ;;
     fuzz_encode_paths) seeds=("$ROOT"/tests/fuzz/seeds/mixed_text.txt) ;;
+    fuzz_chat_template) seeds=("$ROOT"/tests/fuzz/seeds/chat_template.jinja) ;;
   esac
   for s in "${seeds[@]}"; do cp -n "$s" "$corpus/" 2>/dev/null || true; done
   log="$BUILD/artifacts/$t.log"
