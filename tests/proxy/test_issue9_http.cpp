@@ -51,6 +51,19 @@ std::string RawBody(const std::string& raw) {
 
 std::string Metrics(uint16_t port) { return HttpClient(port).Request("GET", "/metrics", "").body; }
 
+// A connection's outcome is counted when the server has finished with it,
+// which may be just after the client saw the close (later still under the
+// sanitizers): poll until the series reaches `want` or 5 s pass.
+double MetricEventually(uint16_t port, const std::string& series, double want) {
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  double v = MetricValue(Metrics(port), series);
+  while (v != want && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    v = MetricValue(Metrics(port), series);
+  }
+  return v;
+}
+
 std::string RawPost(const std::string& target, const std::string& body, const std::string& extra = "") {
   return "POST " + target + " HTTP/1.1\r\nHost: x\r\n" + extra + "Content-Length: " + std::to_string(body.size()) +
          "\r\n\r\n" + body;
@@ -289,7 +302,7 @@ TEST_CASE("issue 9.4: a header sent byte by byte is cut off by the read deadline
   CHECK(closed);
   CHECK(Clock::now() - t1 < std::chrono::milliseconds(2500));
   CHECK(engine.Requests().empty());
-  CHECK(MetricValue(Metrics(p.port()), R"(toktier_requests_total{endpoint="local",outcome="client_timeout"})") == 2);
+  CHECK(MetricEventually(p.port(), R"(toktier_requests_total{endpoint="local",outcome="client_timeout"})", 2) == 2);
 }
 
 TEST_CASE("issue 9.5: the header limit counts every byte of every field: 431") {
@@ -420,7 +433,7 @@ TEST_CASE("issue 9: outcome labels: a backend timeout mid-stream, a client that 
     REQUIRE(s.Send("POST /v1/embeddings HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nhalf"));
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }  // closed mid-body
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  CHECK(MetricEventually(p.port(), R"(toktier_requests_total{endpoint="local",outcome="client_closed"})", 2) == 2);
   std::string m = Metrics(p.port());
   CHECK(MetricValue(m, R"(toktier_requests_total{endpoint="passthrough",outcome="backend_timeout"})") == 1);
   CHECK(MetricValue(m, R"(toktier_requests_total{endpoint="passthrough",outcome="backend_error"})") == -1);
