@@ -694,10 +694,12 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
   if (!valid) {
     sc.text = std::make_shared<std::string>();
     sc.text->reserve(ids.size() * 7);
+    sc.leases = std::make_shared<std::atomic<uint32_t>>(0);
     sc.chunk_offsets.clear();
-  } else if (sc.text.use_count() > 1) {
+  } else if (sc.leases->load(std::memory_order_acquire) > 0) {
     // Still being written to a backend: copy on write.
     sc.text = std::make_shared<std::string>(*sc.text);
+    sc.leases = std::make_shared<std::atomic<uint32_t>>(0);
   }
   // Truncate to the chunk holding keep_tokens, then write the rest.
   size_t chunk = keep_tokens / kChunk;
@@ -721,7 +723,28 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
   // SHADOW HOOK: sampled results are re-tokenized from scratch off the request path.
   if (shadow_ && !quarantined) MaybeShadow(job.model->tokenizer, text, add_special, ids);
   // The cache is bounded by the caller (CacheTrim after the job).
-  return sc.text;
+  return LeaseText(sc);
+}
+
+// The serialized IDs for a ForwardBody: a pointer to sc.text whose owner is
+// a lease. The lease keeps the string alive and, when the body is released
+// after the write, decrements sc.leases with release order; the worker's
+// acquire load before the next in-place edit pairs with it.
+std::shared_ptr<const std::string> TokenizeService::LeaseText(SerialCache& sc) {
+  struct Lease {
+    Lease(std::shared_ptr<std::string> t, std::shared_ptr<std::atomic<uint32_t>> c)
+        : text(std::move(t)), count(std::move(c)) {
+      count->fetch_add(1, std::memory_order_relaxed);
+    }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    ~Lease() { count->fetch_sub(1, std::memory_order_release); }
+    std::shared_ptr<std::string> text;
+    std::shared_ptr<std::atomic<uint32_t>> count;
+  };
+  auto lease = std::make_shared<Lease>(sc.text, sc.leases);
+  const std::string* text = lease->text.get();
+  return std::shared_ptr<const std::string>(std::move(lease), text);
 }
 
 TokenizeService::MemoryUse TokenizeService::Memory() const {

@@ -126,6 +126,11 @@ class TokenizeService {
     std::weak_ptr<core::TokenState> state;  // identity (no ABA: a live weak_ptr)
     size_t ntokens = 0;
     std::shared_ptr<std::string> text;  // "1,2,3"
+    // Writes of `text` to a backend still in flight (ForwardBody leases; see
+    // LeaseText). Read with acquire before editing `text` in place, so the
+    // I/O thread's last read of the bytes happens before the edit
+    // (shared_ptr::use_count() is a relaxed load and orders nothing).
+    std::shared_ptr<std::atomic<uint32_t>> leases;
     std::vector<uint32_t> chunk_offsets;  // offset of token i*kChunk (its leading comma)
     // The raw (escaped) prompt the state's text was unescaped from, with
     // checkpoints, and that text itself (equal to the state's text while
@@ -198,6 +203,7 @@ class TokenizeService {
   void ProcessOrThrow(CacheSet* cs, std::string* scratch, Job& job);
   // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
   // nullptr and *error when the prompt string holds an invalid escape.
+  static std::shared_ptr<const std::string> LeaseText(SerialCache& sc);
   std::shared_ptr<const std::string> TokenizeOne(CacheSet* cs, std::string* scratch, Job& job, size_t item,
                                                  std::string* error);
   // Unescapes a session's prompt `raw` into sc->prompt_text, from the last

@@ -219,6 +219,8 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
         raw("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" +
             Chunk("data: {\"nonce\":\"" + nonce + "\"}\n\n"));
         pause();
+        // Under the lock: the destructor shuts every socket down under it.
+        std::lock_guard<std::mutex> lock(mu);
         sock->set_option(asio::socket_base::linger(true, 0), ec);
         sock->close(ec);  // with linger 0: a reset, not a FIN
         return;
