@@ -23,6 +23,14 @@ if (fixedNow !== null) {
   };
 }
 
+// Month names (%b, %B) come from Intl with the default locale in the
+// reference; pin English, which is what Python's strftime writes in the C
+// locale that servers run with.
+const RealDateTimeFormat = Intl.DateTimeFormat;
+Intl.DateTimeFormat = function (locale, options) {
+  return new RealDateTimeFormat(locale ?? "en-US", options);
+};
+
 const { Template } = require("@huggingface/jinja");
 const readline = require("readline");
 
