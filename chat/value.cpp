@@ -57,6 +57,8 @@ Value Value::Object(std::shared_ptr<ObjectData> data, ValueKind kind) {
   return v;
 }
 
+size_t ObjectData::size() const { return entries_.size(); }
+
 const Value* ObjectData::Find(std::string_view key) const {
   if (!index_.empty()) {
     auto it = index_.find(std::string(key));

@@ -33,7 +33,7 @@ class ObjectData {
   const Value* Find(std::string_view key) const;
   void Set(const std::string& key, Value value);
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
-  size_t size() const { return entries_.size(); }
+  size_t size() const;
 
  private:
   std::vector<std::pair<std::string, Value>> entries_;
