@@ -54,8 +54,7 @@ std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_an
   int rc = pclose(p);
   if (rc != 0) {
     // Keep the input and say why: a failed reference run must be reproducible.
-    std::ifstream e(err_path, std::ios::binary);
-    std::string err((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+    std::string err = ReadFile(err_path).value_or("");
     if (err.size() > 4000) err = "..." + err.substr(err.size() - 4000);
     std::cerr << "node tools/" << script_and_args << " failed (status " << rc << "); input kept in " << in_path
               << "\n" << err << "\n";

@@ -11,14 +11,9 @@
 // status line (100-599), the server closes the connection within its
 // deadlines, and it keeps answering a well-formed request (probed every 64
 // inputs). ASan/UBSan watch the server's I/O and worker threads.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
@@ -26,11 +21,14 @@
 #include "mock_engine.h"
 #include "proxy/config.h"
 #include "proxy/server.h"
+#include "raw_socket.h"
 
 namespace {
 
 using toktier::test::MockEngine;
 using toktier::test::MockMode;
+using toktier::test::RawSocket;
+using toktier::test::RawStatus;
 
 void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_live_server", what); }
 
@@ -52,47 +50,21 @@ constexpr MockMode kModes[] = {MockMode::kOk,          MockMode::kOk,           
 // Sends `bytes`, half-closes if asked, reads until the server closes.
 // Returns false when the server kept the connection past `timeout_s`.
 bool Exchange(uint16_t port, const std::string& bytes, bool half_close, std::string* answer, int timeout_s) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  Check(fd >= 0, "socket");
-  timeval tv{timeout_s, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  Check(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0, "connect to the proxy");
+  RawSocket s(port);
+  Check(s.ok(), "connect to the proxy");
+  s.SetSendTimeout(timeout_s * 1000);
   // The server may answer and close before reading everything (an early
   // 4xx): a failed send is fine, the answer is what counts.
-  for (size_t off = 0; off < bytes.size();) {
-    ssize_t n = ::send(fd, bytes.data() + off, bytes.size() - off, MSG_NOSIGNAL);
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-  if (half_close) ::shutdown(fd, SHUT_WR);
-  bool closed = false;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n > 0) {
-      if (answer->size() < (1u << 20)) answer->append(buf, static_cast<size_t>(n));
-      continue;
-    }
-    closed = n == 0 || errno == ECONNRESET;
-    break;
-  }
-  ::close(fd);
-  return closed;
+  s.Send(bytes);
+  if (half_close) s.ShutdownWrite();
+  *answer = s.Read(timeout_s * 1000);
+  return s.closed_by_peer();
 }
 
+// The first answer starts with an HTTP/1.1 status line and a code 100-599.
 bool StatusLineOk(const std::string& s) {
-  if (s.size() < 12 || s.compare(0, 9, "HTTP/1.1 ") != 0) return false;
-  int code = 0;
-  for (int i = 9; i < 12; ++i) {
-    if (s[i] < '0' || s[i] > '9') return false;
-    code = code * 10 + (s[i] - '0');
-  }
-  return code >= 100 && code <= 599;
+  const int code = RawStatus(s);
+  return s.compare(0, 9, "HTTP/1.1 ") == 0 && code >= 100 && code <= 599;
 }
 
 #ifndef FUZZ_PROBE_EVERY

@@ -4,18 +4,18 @@
 // A directory (a committed libFuzzer corpus) contributes every file in it, so
 // each CI run replays what the long campaigns found.
 // With clang, the same targets link against libFuzzer instead (preset "fuzz").
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <algorithm>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include "test_support.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) __attribute__((weak));
@@ -40,13 +40,6 @@ std::string Mutate(std::string s, std::mt19937& rng) {
   return s;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,9 +56,9 @@ int main(int argc, char** argv) {
       for (const auto& e : std::filesystem::directory_iterator(argv[i]))
         if (e.is_regular_file()) files.push_back(e.path());
       std::sort(files.begin(), files.end());
-      for (const auto& f : files) seeds.push_back(ReadAll(f.string()));
+      for (const auto& f : files) seeds.push_back(toktier::test::ReadFile(f.string()).value_or(""));
     } else {
-      seeds.push_back(ReadAll(argv[i]));
+      seeds.push_back(toktier::test::ReadFile(argv[i]).value_or(""));
     }
   }
   if (LLVMFuzzerInitialize) LLVMFuzzerInitialize(&argc, &argv);

@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -56,6 +57,14 @@ class RawSocket {
       bytes.remove_prefix(static_cast<size_t>(n));
     }
     return true;
+  }
+
+  // Ends our side of the stream (FIN): the peer reads EOF after the bytes sent.
+  void ShutdownWrite() { ::shutdown(fd_, SHUT_WR); }
+  // Bounds each send: a peer that stops reading cannot block Send forever.
+  void SetSendTimeout(int timeout_ms) {
+    timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   }
 
   // Reads until the peer closes, `until` has been seen, or timeout_ms passed.
