@@ -314,7 +314,9 @@ void Backends::GuardRoundOrThrow() {
     const auto& pool = it == model_pools_.end() ? default_pool_ : it->second;
     for (Backend* b : pool) {
       if (!b->healthy) continue;
-      for (const char* canary : kCanaries) {
+      std::vector<std::string_view> canaries(std::begin(kCanaries), std::end(kCanaries));
+      canaries.insert(canaries.end(), config_.guard_extra_canaries.begin(), config_.guard_extra_canaries.end());
+      for (std::string_view canary : canaries) {
         nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
         int status = 0;
         std::string body;

@@ -171,7 +171,8 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
       return false;
   }
   if (auto it = j.find("guard"); it != j.end()) {
-    if (!Get(*it, "enabled", &c->guard_enabled, error) || !Get(*it, "interval_ms", &c->guard_interval_ms, error))
+    if (!Get(*it, "enabled", &c->guard_enabled, error) || !Get(*it, "interval_ms", &c->guard_interval_ms, error) ||
+        !Get(*it, "extra_canaries", &c->guard_extra_canaries, error))
       return false;
   }
   if (auto it = j.find("store"); it != j.end()) {

@@ -62,6 +62,10 @@ struct Config {
   int health_interval_ms = 5000;
   bool guard_enabled = true;
   int guard_interval_ms = 300000;
+  // Texts the guard tokenizes on each backend besides its built-in canaries
+  // (backends.cpp): inputs where an engine is known to tokenize differently
+  // from the reference (docs/engine.md has llama.cpp's). Default none.
+  std::vector<std::string> guard_extra_canaries;
 
   double shadow_sample_rate = 0.05;
 

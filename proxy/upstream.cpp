@@ -230,7 +230,13 @@ void HttpConn::OnRelayRead(error_code ec, size_t) {
   body.data = relay_.get();
   body.size = n;
   body.more = !up_parser_->is_done();
-  if (n == 0 && body.more) return RelayRead();
+  if (n == 0) {
+    if (body.more) return RelayRead();
+    // The read held only the backend's last chunk. An empty buffer would be
+    // serialized as a chunk of size 0, i.e. a premature last chunk followed
+    // by the real one: bytes the client would read as its next response.
+    body.data = nullptr;
+  }
   DoClientWrite();
 }
 

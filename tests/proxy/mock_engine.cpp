@@ -270,8 +270,14 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
           std::string done = "data: [DONE]\n\n";
           char size[32];
           std::snprintf(size, sizeof size, "%zx\r\n", done.size());
-          std::string tail = std::string(size) + done + "\r\n0\r\n\r\n";
-          asio::write(*sock, asio::buffer(tail), ec);
+          std::string tail = std::string(size) + done + "\r\n";
+          if (int d = e->last_chunk_delay_ms.load(); d > 0) {
+            asio::write(*sock, asio::buffer(tail), ec);
+            std::this_thread::sleep_for(std::chrono::milliseconds(d));
+            tail.clear();
+          }
+          tail += "0\r\n\r\n";
+          if (!ec) asio::write(*sock, asio::buffer(tail), ec);
           if (ec) failed = true;
         }
         if (failed) {

@@ -61,6 +61,9 @@ class MockEngine {
   std::atomic<bool> healthy{true};
   std::atomic<int> fault_delay_ms{50};
   std::atomic<size_t> fault_bytes{256 * 1024};
+  // kStream: > 0 writes the last chunk ("0\r\n\r\n") on its own this much
+  // after the [DONE] event (as Node's http server does), not in one write.
+  std::atomic<int> last_chunk_delay_ms{0};
   // Extra header fields on every response (e.g. hop-by-hop ones).
   void SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers);
   // /tokenize: nullptr -> 404 (not offered).
