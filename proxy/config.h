@@ -18,6 +18,20 @@ struct ModelConfig {
   std::vector<std::string> backends; // empty: the global pool
   bool forward_ids = true;           // forward_mode "ids" (default) or "text"
   bool add_special_tokens = true;    // default when the request does not say (vLLM: true)
+  // /v1/chat/completions (docs/chat.md): "text" relays the request as is;
+  // "completions" renders the chat template, forwards "prompt": [ids] to the
+  // engine's /v1/completions and translates the answer back to the chat
+  // format; "sglang" adds "input_ids" to the chat request; "dynamo" adds
+  // "nvext.token_data". "" = the global chat_forward (default "text").
+  std::string chat_forward;
+  // The tokenizer_config.json with the chat template, bos/eos. "" = the one
+  // next to `tokenizer`, when it exists.
+  std::string chat_template_config;
+  // Tool calls in the engine's text ("completions" mode): "none", "hermes"
+  // (<tool_call> JSON: Qwen), "llama3_json", "deepseek_v3". Default none.
+  std::string tool_parser = "none";
+  // "completions" mode: <think>...</think> becomes reasoning_content (Qwen3).
+  bool reasoning = false;
 };
 
 struct Config {
@@ -38,6 +52,8 @@ struct Config {
   int large_workers = 1;
 
   std::vector<ModelConfig> models;
+  // Default of every model's chat_forward (see ModelConfig). Default "text".
+  std::string chat_forward = "text";
   std::vector<std::string> backends = {"http://127.0.0.1:8001"};
 
   // Session identity: the first of these request headers present names the

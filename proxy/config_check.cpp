@@ -47,7 +47,11 @@ std::string ConfigToJson(const Config& c) {
                       {"encoding", m.encoding},
                       {"backends", m.backends},
                       {"forward_mode", m.forward_ids ? "ids" : "text"},
-                      {"add_special_tokens", m.add_special_tokens}});
+                      {"add_special_tokens", m.add_special_tokens},
+                      {"chat_forward", m.chat_forward.empty() ? c.chat_forward : m.chat_forward},
+                      {"chat_template_config", m.chat_template_config},
+                      {"tool_parser", m.tool_parser},
+                      {"reasoning", m.reasoning}});
   }
   ordered_json j = {
       {"listen", c.listen_address},
@@ -59,6 +63,7 @@ std::string ConfigToJson(const Config& c) {
       {"large_workers", c.large_workers},
       {"backends", c.backends},
       {"models", models},
+      {"chat_forward", c.chat_forward},
       {"session_headers", c.session_headers},
       {"implicit_sessions", c.implicit_sessions},
       {"state", c.state_enabled},

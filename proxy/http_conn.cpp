@@ -82,6 +82,12 @@ void HttpConn::StartRequest() {
   body_.reset();
   model_.clear();
   status_ = 0;
+  up_target_.clear();
+  chat_translate_.reset();
+  chat_stream_tr_.reset();
+  translating_ = false;
+  std::string().swap(tr_in_);
+  std::string().swap(tr_out_);
   endpoint_ = "local";
   method_ = http::verb::get;
   t_start_ = Clock::now();
@@ -217,6 +223,7 @@ void HttpConn::HandleRequest() {
     return SendLocal(status::ok, "text/plain; version=0.0.4", m().Serialize());
   }
   if (path == "/v1/completions" && method_ == http::verb::post) return HandleCompletions();
+  if (path == "/v1/chat/completions" && method_ == http::verb::post) return HandleChat();
   if (path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize") {
     endpoint_ = "passthrough";
     return Passthrough("");

@@ -24,6 +24,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/chat_forward.h"
+#include "proxy/chat_response.h"
 #include "proxy/server_impl.h"
 #include "proxy/tokenize_service.h"
 
@@ -58,6 +60,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void OnReadFailed(error_code ec);
   void HandleRequest();
   void HandleCompletions();
+  void HandleChat();  // chat_conn.cpp
+  void ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res);
   void PassthroughCounted(std::string_view reason);
   void Passthrough(std::string_view session_key);
   void WatchClient();
@@ -135,6 +139,18 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   bool watching_ = false;     // a watch read is pending
   bool watch_armed_ = false;  // its EOF/error would mean the client left
   std::function<void()> after_watch_;
+
+  // Chat in "completions" mode: the request goes to up_target_ and a 200
+  // answer is translated back to the chat format on its way to the client.
+  std::string up_target_;  // "" = the client's target
+  std::optional<ChatTranslateOptions> chat_translate_;
+  bool chat_stream_ = false;
+  bool translating_ = false;  // this response (200) is being translated
+  std::unique_ptr<ChatStreamTranslator> chat_stream_tr_;
+  std::string tr_in_, tr_out_;
+  // The relay's next piece for the client when translating: tr_out_ (false:
+  // the answer is malformed and the response is cut off).
+  bool TranslateRelayed(std::string_view bytes, bool last);
 };
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);

@@ -96,6 +96,12 @@ bool TokenizeService::Init(std::string* error) {
       *error = "model " + mc.name + ": " + err;
       return false;
     }
+    auto chat = std::make_shared<ChatModel>();
+    if (!LoadChatModel(mc, config_.chat_forward, chat.get(), &err)) {
+      *error = "model " + mc.name + ": " + err;
+      return false;
+    }
+    m->chat = std::move(chat);
     by_name_[mc.name] = m.get();
     for (const auto& a : mc.aliases) by_name_.emplace(a, m.get());
     metrics_->gauge(metrics::Id::kGuardTextMode, {mc.name}).Set(0);

@@ -22,6 +22,7 @@
 
 #include "core/core.h"
 #include "metrics/metrics.h"
+#include "proxy/chat_forward.h"
 #include "proxy/completion_request.h"
 #include "proxy/config.h"
 #include "proxy/json_string.h"
@@ -33,6 +34,7 @@ namespace toktier::proxy {
 struct ModelRuntime {
   ModelConfig config;
   std::shared_ptr<const core::Tokenizer> tokenizer;
+  std::shared_ptr<const ChatModel> chat;  // /v1/chat/completions (proxy/chat_forward.h)
   std::atomic<bool> guard_text_mode{false};  // set by the compatibility guard
   bool ForwardIds() const { return config.forward_ids && !guard_text_mode.load(std::memory_order_relaxed); }
 };

@@ -35,7 +35,11 @@ void HttpConn::BuildHead(const Backend& b) {
   head_.clear();
   head_.append(req.method_string().data(), req.method_string().size());
   head_ += ' ';
-  head_.append(req.target().data(), req.target().size());
+  if (up_target_.empty()) {
+    head_.append(req.target().data(), req.target().size());
+  } else {
+    head_ += up_target_;
+  }
   head_ += " HTTP/1.1\r\nHost: ";
   head_ += b.host_header;
   head_ += "\r\n";
@@ -178,11 +182,21 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
   m().counter(metrics::Id::kBackendRequests, {"ok"}).Inc();
   status_ = code;
   up_keep_alive_ = res.keep_alive() && !up_parser_->need_eof();
-  const bool chunked = res.chunked();
-  const bool has_length = res.has_content_length();
+  bool chunked = res.chunked();
+  bool has_length = res.has_content_length();
   // Strip hop-by-hop fields (those named in Connection too); the serializer
   // re-frames the body.
   StripHopByHop(res);
+  // Chat over /v1/completions: a 200 answer is translated (its length
+  // changes, so it goes out chunked); errors are relayed as they are (the
+  // error JSON is the same for both APIs).
+  translating_ = chat_translate_.has_value() && code == 200 && method_ != http::verb::head;
+  if (translating_) {
+    res.erase(http::field::content_length);
+    if (chat_stream_) chat_stream_tr_ = std::make_unique<ChatStreamTranslator>(*chat_translate_);
+    chunked = true;
+    has_length = false;
+  }
   if (chunked || (!has_length && !up_parser_->is_done())) {
     if (parser_->get().version() >= 11) {
       res.chunked(true);
@@ -203,6 +217,13 @@ void HttpConn::RelayRead() {
     body.data = nullptr;
     body.size = 0;
     body.more = false;
+    if (translating_) {
+      if (!TranslateRelayed({}, /*last=*/true)) return Abort("backend_truncated");
+      if (!tr_out_.empty()) {
+        body.data = tr_out_.data();
+        body.size = tr_out_.size();
+      }
+    }
     return DoClientWrite();
   }
   body.data = relay_.get();
@@ -230,6 +251,14 @@ void HttpConn::OnRelayRead(error_code ec, size_t) {
   body.data = relay_.get();
   body.size = n;
   body.more = !up_parser_->is_done();
+  if (translating_) {
+    if (!TranslateRelayed(std::string_view(relay_.get(), n), /*last=*/!body.more)) {
+      m().counter(metrics::Id::kBackendRequests, {"bad_response"}).Inc();
+      return Abort("backend_truncated");
+    }
+    body.data = tr_out_.data();
+    n = body.size = tr_out_.size();
+  }
   if (n == 0) {
     if (body.more) return RelayRead();
     // The read held only the backend's last chunk. An empty buffer would be

@@ -28,4 +28,21 @@ std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name) {
   return tok;
 }
 
+nlohmann::ordered_json ChatmlMessages(const std::string& prompt) {
+  nlohmann::ordered_json messages = nlohmann::ordered_json::array();
+  const std::string start = "<|im_start|>", end = "<|im_end|>\n";
+  size_t pos = 0;
+  while ((pos = prompt.find(start, pos)) != std::string::npos) {
+    pos += start.size();
+    size_t nl = prompt.find('\n', pos);
+    if (nl == std::string::npos) break;
+    std::string role = prompt.substr(pos, nl - pos);
+    size_t stop = prompt.find(end, nl + 1);
+    if (stop == std::string::npos) break;  // the trailing generation prompt
+    messages.push_back({{"role", role}, {"content", prompt.substr(nl + 1, stop - nl - 1)}});
+    pos = stop + end.size();
+  }
+  return messages;
+}
+
 }  // namespace toktier::test

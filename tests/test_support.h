@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/core.h"
 
 namespace toktier::test {
@@ -29,5 +31,10 @@ std::string SharedWorkloadsDir();
 // Runs `node tools/SCRIPT ARGS` with `input` on stdin and returns its stdout
 // split into non-empty lines; nullopt when node or the script fails.
 std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_and_args, const std::string& input);
+
+// A chatml rendering (<|im_start|>role\n...<|im_end|>\n, the shared
+// workloads' chatml/ files) back into OpenAI messages; a trailing generation
+// prompt (an unclosed turn) is dropped.
+nlohmann::ordered_json ChatmlMessages(const std::string& prompt);
 
 }  // namespace toktier::test

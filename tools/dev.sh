@@ -115,7 +115,9 @@ run_main() {
     sleep 0.1
   done
   ((up)) || { log "the llama.cpp engine did not start on 127.0.0.1:$eport"; exit 1; }
-  "$BUILD/proxy/toktier" serve --backends "http://127.0.0.1:$eport" "$@" &
+  # The engine serves /v1/completions only: chat requests are rendered by
+  # toktier and sent there as IDs (chat_forward "completions", docs/chat.md).
+  "$BUILD/proxy/toktier" serve --backends "http://127.0.0.1:$eport" --chat-forward completions "$@" &
   proxy_pid=$!
   up=0
   for _ in $(seq 300); do
@@ -131,6 +133,11 @@ Try (Ctrl-C stops both):
 
   curl -s http://127.0.0.1:$port/v1/completions -H 'Content-Type: application/json' \\
     -d '{"model": "llama3.1", "prompt": "The token tier keeps", "max_tokens": 8, "temperature": 0}'
+
+Chat works too (toktier renders the template and sends IDs):
+
+  curl -s http://127.0.0.1:$port/v1/chat/completions -H 'Content-Type: application/json' \\
+    -d '{"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}'
 
 EOT
   # Either one ending ends the job.

@@ -185,24 +185,6 @@ std::vector<Conversation> SyntheticConversations() {
   return out;
 }
 
-// The chatml rendering of a workload call, back into messages.
-Json ParseChatml(const std::string& prompt) {
-  Json messages = Json::array();
-  const std::string start = "<|im_start|>", end = "<|im_end|>\n";
-  size_t pos = 0;
-  while ((pos = prompt.find(start, pos)) != std::string::npos) {
-    pos += start.size();
-    size_t nl = prompt.find('\n', pos);
-    if (nl == std::string::npos) break;
-    std::string role = prompt.substr(pos, nl - pos);
-    size_t stop = prompt.find(end, nl + 1);
-    if (stop == std::string::npos) break;  // the trailing generation prompt
-    messages.push_back(Msg(role.c_str(), prompt.substr(nl + 1, stop - nl - 1)));
-    pos = stop + end.size();
-  }
-  return messages;
-}
-
 // The same turns with strict user/assistant alternation after an optional
 // system message (tool results become user turns, neighbours merge), the
 // shape templates like Gemma 3's require.
@@ -247,7 +229,7 @@ std::vector<Conversation> WorkloadConversations() {
       size_t keep = call.value("keep", size_t{0});
       prompt = prompt.substr(0, std::min(keep, prompt.size())) + call.value("append", std::string());
     }
-    Json messages = ParseChatml(prompt);
+    Json messages = toktier::test::ChatmlMessages(prompt);
     if (messages.empty()) continue;
     std::string name = f.parent_path().parent_path().filename().string() + "/" + f.stem().string();
     out.push_back({name, {{"messages", messages}}});

@@ -26,19 +26,27 @@ done
 if ! grep -q "Ctrl-C stops both" "$work/out.log"; then
   echo "FAIL: tools/dev.sh run did not come up"; cat "$work/out.log"; exit 1
 fi
-# The printed command, run as printed (continuation lines joined).
-cmd=$(sed -n '/^  curl /,/}'"'"'$/p' "$work/out.log" | sed 's/\\$//' | tr -d '\n')
-echo "running: $cmd"
-reply=$(bash -c "$cmd")
-echo "reply: $reply"
+# The printed commands, run as printed (continuation lines joined): a
+# completion and a chat completion.
+mapfile -t cmds < <(awk '/^  curl /{c=$0; sub(/\\$/, "", c); getline n; c=c n; print c}' "$work/out.log")
 status=0
-echo "$reply" | python3 -c '
+if ((${#cmds[@]} != 2)); then echo "FAIL: expected two curl commands, got ${#cmds[@]}"; status=1; fi
+for cmd in "${cmds[@]}"; do
+  echo "running: $cmd"
+  reply=$(bash -c "$cmd")
+  echo "reply: $reply"
+  echo "$reply" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
 c = r["choices"][0]
-assert r["object"] == "text_completion" and c["text"] and c["finish_reason"] == "length", r
+if r["object"] == "text_completion":
+    assert c["text"] and c["finish_reason"] == "length", r
+else:
+    assert r["object"] == "chat.completion" and c["message"]["role"] == "assistant", r
+    assert c["message"]["content"] and c["finish_reason"] == "length", r
 assert r["usage"]["completion_tokens"] == 8, r
-' || { echo "FAIL: the printed curl did not get a completion"; status=1; }
+' || { echo "FAIL: the printed curl did not get an answer"; status=1; }
+done
 kill -TERM "$job"
 for _ in $(seq 40); do kill -0 "$job" 2>/dev/null || break; sleep 0.25; done
 if kill -0 "$job" 2>/dev/null; then echo "FAIL: the job did not stop"; kill -9 -- -"$job"; status=1; fi

@@ -30,6 +30,7 @@ struct MockEngine::Impl {
   std::atomic<bool> stop{false};
   Clock::time_point first_event, last_event;
   std::vector<std::pair<std::string, std::string>> response_headers;
+  std::string completion_text, completion_finish;  // "" = the fixed OkBody
 
   void Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock);
 };
@@ -96,6 +97,12 @@ Clock::time_point MockEngine::first_event_time() const {
 void MockEngine::SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->response_headers = std::move(headers);
+}
+
+void MockEngine::SetCompletionText(std::string text, std::string finish_reason) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->completion_text = std::move(text);
+  impl_->completion_finish = std::move(finish_reason);
 }
 
 namespace {
@@ -285,7 +292,46 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
           break;
         }
       } else {
-        respond(http::status::ok, "application/json", OkBody(nonce));
+        std::string text, finish;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          text = completion_text;
+          finish = completion_finish;
+        }
+        auto choice = [](const std::string& t, const std::string& f) {
+          return nlohmann::json{{"index", 0}, {"text", t}, {"logprobs", nullptr},
+                                {"finish_reason", f.empty() ? nlohmann::json() : nlohmann::json(f)}};
+        };
+        if (text.empty()) {
+          respond(http::status::ok, "application/json", OkBody(nonce));
+        } else if (nlohmann::json::parse(req.body(), nullptr, false).value("stream", false)) {
+          // The text as a completions stream, 5 bytes an event (never
+          // inside a UTF-8 character), then the finish and [DONE].
+          std::string out =
+              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+          auto event = [&out](const nlohmann::json& j) {
+            std::string ev = "data: " + j.dump() + "\n\n";
+            char size[32];
+            std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
+            out += size + ev + "\r\n";
+          };
+          for (size_t at = 0; at < text.size();) {
+            size_t n = std::min<size_t>(5, text.size() - at);
+            while (at + n < text.size() && (static_cast<unsigned char>(text[at + n]) & 0xC0) == 0x80) ++n;
+            event({{"id", "cmpl-mock"}, {"object", "text_completion"}, {"model", "mock"},
+                   {"choices", {choice(text.substr(at, n), "")}}});
+            at += n;
+          }
+          event({{"id", "cmpl-mock"}, {"object", "text_completion"}, {"model", "mock"}, {"choices", {choice("", finish)}}});
+          out += "e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n";
+          asio::write(*sock, asio::buffer(out), ec);
+        } else {
+          respond(http::status::ok, "application/json",
+                  nlohmann::json{{"id", "cmpl-mock"}, {"object", "text_completion"}, {"model", "mock"},
+                                 {"choices", {choice(text, finish)}},
+                                 {"usage", {{"prompt_tokens", 1}, {"completion_tokens", 3}, {"total_tokens", 4}}}}
+                      .dump());
+        }
       }
     } else {
       // Echo: the body back, byte for byte (moved: it is not read again).

@@ -66,6 +66,9 @@ class MockEngine {
   std::atomic<int> last_chunk_delay_ms{0};
   // Extra header fields on every response (e.g. hop-by-hop ones).
   void SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers);
+  // kOk: answer with a completions body of this text and finish_reason
+  // ("" = the fixed body whose text is "ok").
+  void SetCompletionText(std::string text, std::string finish_reason = "stop");
   // /tokenize: nullptr -> 404 (not offered).
   std::function<std::vector<uint32_t>(const std::string& prompt, bool add_special)> tokenize;
   std::mutex tokenize_mu;

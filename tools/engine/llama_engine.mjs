@@ -9,7 +9,8 @@
 // Endpoints (vLLM's wire format):
 //   GET  /health, GET /v1/models
 //   POST /v1/completions   prompt: a string or token IDs (or a one-element list
-//                          of either); max_tokens, temperature (0: greedy),
+//                          of either); max_tokens (null: to the end of the
+//                          context), temperature (0: greedy),
 //                          top_p, top_k, seed, stop, stream (SSE),
 //                          stream_options.include_usage, add_special_tokens,
 //                          return_token_ids (vLLM: prompt_token_ids and
@@ -156,8 +157,12 @@ function samplingOptions(body) {
     if (typeof v !== "number" || !(v >= lo && v <= hi)) throw new HttpError(400, `${k} must be in [${lo}, ${hi}]`, k);
     return v;
   };
-  const maxTokens = num("max_tokens", 1, 1 << 20, 16);
-  if (!Number.isInteger(maxTokens)) throw new HttpError(400, "max_tokens must be an integer", "max_tokens");
+  // null: up to the end of the context (what vLLM does, and what chat
+  // requests without a limit mean).
+  const maxTokens = body.max_tokens === null ? null : num("max_tokens", 1, 1 << 20, 16);
+  if (maxTokens !== null && !Number.isInteger(maxTokens)) {
+    throw new HttpError(400, "max_tokens must be an integer", "max_tokens");
+  }
   if ((body.n ?? 1) !== 1) throw new HttpError(400, "n must be 1", "n");
   if (body.logprobs !== undefined && body.logprobs !== null) throw new HttpError(400, "logprobs is not supported", "logprobs");
   if (body.echo) throw new HttpError(400, "echo is not supported", "echo");
@@ -196,7 +201,8 @@ function safeLength(text, stops) {
 
 // Runs one completion on the engine's sequence. onText(delta) receives text
 // as it becomes final; returns {text, finishReason, usage, timings}.
-async function complete(engine, ids, opts, onText, signal, cachePrompt) {
+async function complete(engine, ids, opts0, onText, signal, cachePrompt) {
+  const opts = {...opts0, maxTokens: opts0.maxTokens ?? Math.max(1, engine.maxLen - ids.length)};
   if (ids.length + opts.maxTokens > engine.maxLen) {
     throw new HttpError(400, `This model's maximum context length is ${engine.maxLen} tokens. However, you requested ` +
                              `${ids.length + opts.maxTokens} tokens (${ids.length} in the prompt, ${opts.maxTokens} ` +

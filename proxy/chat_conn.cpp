@@ -1,0 +1,159 @@
+// A connection's /v1/chat/completions (http_conn.h, docs/chat.md): the chat
+// template renders the conversation, the rendered prompt takes the same
+// token-state path as a completions prompt (a session per conversation,
+// repair of the edited tail), and the IDs go to the engine in the model's
+// chat_forward mode. In "completions" mode the engine's answer is translated
+// back to the chat format as it is relayed (upstream.cpp calls
+// TranslateRelayed).
+#include <boost/asio/post.hpp>
+
+#include <chrono>
+#include <cstdio>
+
+#include "proxy/http_conn.h"
+
+namespace toktier::proxy {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+
+namespace {
+
+ToolCallFormat ToolFormat(const std::string& parser) {
+  if (parser == "hermes") return ToolCallFormat::kHermes;
+  if (parser == "llama3_json") return ToolCallFormat::kLlama3Json;
+  if (parser == "deepseek_v3") return ToolCallFormat::kDeepSeekV3;
+  return ToolCallFormat::kNone;
+}
+
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+void HttpConn::HandleChat() {
+  endpoint_ = "chat";
+  auto& req = parser_->get();
+  body_ = std::make_shared<std::string>(std::move(req.body()));
+  auto chat = std::make_shared<ChatRequest>();
+  RequestError err;
+  bool parsed = false;
+  try {
+    parsed = ParseChatRequest(*body_, chat.get(), &err);
+  } catch (const std::exception& e) {
+    err.message = std::string("The request body could not be read: ") + e.what();
+  }
+  t_parsed_ = Clock::now();
+  if (!parsed) return SendError(status::bad_request, err.message, err.type, err.param, "chat", "client_error", false);
+  model_ = chat->model;
+  ModelRuntime* model = srv_->service.FindModel(chat->model);
+  if (!model) return PassthroughCounted("unknown_model");
+  const ChatModel& cm = *model->chat;
+  if (cm.mode == ChatForward::kText) return PassthroughCounted("chat_text");
+  if (!model->ForwardIds()) return PassthroughCounted("text_mode");
+  if (std::string why = ChatUnsupported(cm.mode, *chat); !why.empty()) return PassthroughCounted(why);
+
+  // The prompt, exactly as the reference renderer writes it; a template the
+  // renderer cannot follow sends the request on unchanged (never a
+  // different prompt).
+  auto synth = std::make_shared<std::string>();
+  auto creq = std::make_shared<CompletionRequest>();
+  try {
+    std::string prompt;
+    chat::Status rs = RenderChatPrompt(cm, *chat, UnixNow(), &prompt);
+    if (!rs.ok()) {
+      std::fprintf(stderr, "toktier: chat template of model %s: %s; relaying the request as is\n",
+                   model->config.name.c_str(), rs.ToString().c_str());
+      return PassthroughCounted("chat_render");
+    }
+    // The rendered prompt as a completions body, so it takes the completions
+    // path's sessions and repair (the template writes BOS itself).
+    nlohmann::ordered_json s = {{"model", chat->model}, {"add_special_tokens", false}, {"prompt", std::move(prompt)}};
+    std::string dumped = s.dump();
+    synth->reserve(dumped.size() + JsonPadding());
+    synth->assign(dumped);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "toktier: chat request for model %s: %s; relaying it as is\n", model->config.name.c_str(),
+                 e.what());
+    return PassthroughCounted("chat_render");
+  }
+  if (!ParseCompletionRequest(*synth, creq.get(), &err)) return PassthroughCounted("chat_render");
+
+  SessionRef sref;
+  std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
+  sref.tenant = TokenizeService::TenantHash(auth);
+  sref.anonymous = auth.empty();
+  for (const auto& h : cfg().session_headers) {
+    auto it = req.find(h);
+    if (it != req.end() && !it->value().empty()) {
+      sref.explicit_id.assign(it->value().data(), it->value().size());
+      break;
+    }
+  }
+  auto self = shared_from_this();
+  bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, model](TokenizeResult res) {
+    asio::post(self->strand_, [self, chat, model, res = std::move(res)]() mutable {
+      self->ForwardChat(std::move(chat), model, std::move(res));
+    });
+  });
+  if (!queued) {
+    m().counter(metrics::Id::kOverloadPassthrough).Inc();
+    return Passthrough("");
+  }
+}
+
+void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res) {
+  t_worker_start_ = res.worker_start;
+  t_worker_end_ = res.worker_end;
+  // A string prompt comes back as [before, "[", ids, "]", after]; anything
+  // else is the worker's passthrough (overload, tokenizer error): the chat
+  // request then goes on unchanged.
+  if (!res.ok || res.body.pieces.size() != 5) return Passthrough(res.session_key);
+  const ChatModel& cm = *model->chat;
+  ChatForwardPlan plan;
+  try {
+    plan = PlanChatForward(cm.mode, *chat);
+  } catch (const std::exception& e) {
+    return PassthroughCounted("chat_render");
+  }
+  auto owned = std::make_shared<ChatForwardPlan>(std::move(plan));
+  ForwardBody fb;
+  fb.pieces = {owned->head, res.body.pieces[2], owned->tail};
+  fb.owners = std::move(res.body.owners);
+  fb.owners.push_back(owned);
+  up_target_ = owned->target;
+  if (cm.mode == ChatForward::kCompletions) {
+    ChatTranslateOptions o;
+    o.id = "chatcmpl-" + std::to_string(srv_->passthrough_counter.fetch_add(1)) + "-" +
+           std::to_string(static_cast<uint64_t>(UnixNow()));
+    o.created = UnixNow();
+    o.model = chat->model;
+    o.tools = chat->has_tools ? ToolFormat(cm.tool_parser) : ToolCallFormat::kNone;
+    o.reasoning = cm.reasoning;
+    chat_translate_ = std::move(o);
+    chat_stream_ = chat->stream;
+  }
+  Forward(std::move(fb), res.session_key);
+}
+
+bool HttpConn::TranslateRelayed(std::string_view bytes, bool last) {
+  tr_out_.clear();
+  if (chat_stream_) {
+    if (!chat_stream_tr_->Feed(bytes, &tr_out_)) return false;
+    return !last || chat_stream_tr_->Finish(&tr_out_);
+  }
+  // A whole answer is needed to translate it; bounded like a request body.
+  if (tr_in_.size() + bytes.size() > cfg().max_body_bytes) return false;
+  tr_in_.append(bytes);
+  if (!last) return true;
+  std::string error;
+  if (!TranslateCompletion(tr_in_, *chat_translate_, &tr_out_, &error)) {
+    std::fprintf(stderr, "toktier: engine answer to a chat request could not be translated: %s\n", error.c_str());
+    return false;
+  }
+  std::string().swap(tr_in_);
+  return true;
+}
+
+}  // namespace toktier::proxy

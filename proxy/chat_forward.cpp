@@ -1,0 +1,212 @@
+// The request side of chat completions through the token tier
+// (proxy/chat_forward.h, docs/chat.md).
+#include "proxy/chat_forward.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace toktier::proxy {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+bool ParseMode(const std::string& s, ChatForward* out) {
+  if (s == "text") *out = ChatForward::kText;
+  else if (s == "completions") *out = ChatForward::kCompletions;
+  else if (s == "sglang") *out = ChatForward::kSglang;
+  else if (s == "dynamo") *out = ChatForward::kDynamo;
+  else return false;
+  return true;
+}
+
+// tokenizer_config.json's chat_template: a string, or a list of
+// {"name", "template"} where "default" is the one chat requests use.
+std::string TemplateSource(const ordered_json& cfg) {
+  auto it = cfg.find("chat_template");
+  if (it == cfg.end()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_array()) {
+    for (const auto& t : *it) {
+      if (t.is_object() && t.value("name", "") == "default" && t.contains("template") && t["template"].is_string()) {
+        return t["template"].get<std::string>();
+      }
+    }
+  }
+  return "";
+}
+
+// Sampling fields a /v1/completions request understands (OpenAI's and
+// vLLM's extras); everything else of a chat request is about messages,
+// tools or the response shape, which the proxy handles itself.
+constexpr const char* kCompletionFields[] = {
+    "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "presence_penalty",
+    "frequency_penalty", "logit_bias", "user", "top_k", "min_p", "repetition_penalty", "ignore_eos", "min_tokens",
+    "stop_token_ids", "include_stop_str_in_output", "skip_special_tokens", "priority",
+    // Engine extensions a client may rely on: vLLM's return_token_ids,
+    // llama.cpp server's cache_prompt.
+    "return_token_ids", "cache_prompt"};
+
+// `prefix` is a dumped JSON object; returns it with `,"key":[` appended in
+// place of its closing brace (the IDs and "]}" follow).
+std::string OpenIdList(std::string dumped, std::string_view key) {
+  dumped.pop_back();  // '}'
+  if (dumped.size() > 1) dumped += ',';
+  dumped += '"';
+  dumped += key;
+  dumped += "\":[";
+  return dumped;
+}
+
+}  // namespace
+
+bool LoadChatModel(const ModelConfig& model, const std::string& default_mode, ChatModel* out, std::string* error) {
+  const std::string& mode = model.chat_forward.empty() ? default_mode : model.chat_forward;
+  if (!ParseMode(mode, &out->mode)) {
+    *error = "chat_forward must be text, completions, sglang or dynamo (got '" + mode + "')";
+    return false;
+  }
+  out->tool_parser = model.tool_parser;
+  out->reasoning = model.reasoning;
+  if (out->mode == ChatForward::kText) return true;
+  std::string path = model.chat_template_config;
+  if (path.empty()) path = (std::filesystem::path(model.tokenizer).parent_path() / "tokenizer_config.json").string();
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *error = "chat_forward " + mode + " needs a tokenizer_config.json with a chat template; cannot read " + path;
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out->tokenizer_config = ordered_json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  if (out->tokenizer_config.is_discarded() || !out->tokenizer_config.is_object()) {
+    *error = path + ": not a JSON object";
+    return false;
+  }
+  std::string source = TemplateSource(out->tokenizer_config);
+  if (source.empty()) {
+    *error = path + ": no chat_template";
+    return false;
+  }
+  chat::Status s = chat::ChatTemplate::Compile(source, {}, &out->tmpl);
+  if (!s.ok()) {
+    *error = path + ": chat template: " + s.ToString();
+    return false;
+  }
+  return true;
+}
+
+bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* error) {
+  out->body = ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  if (out->body.is_discarded() || !out->body.is_object()) {
+    error->message = "The request body must be one JSON object.";
+    return false;
+  }
+  const auto& b = out->body;
+  auto model = b.find("model");
+  if (model == b.end() || !model->is_string()) {
+    error->message = "'model' must be a string.";
+    error->param = "model";
+    return false;
+  }
+  out->model = model->get<std::string>();
+  auto messages = b.find("messages");
+  if (messages == b.end() || !messages->is_array() || messages->empty()) {
+    error->message = "'messages' must be a non-empty array.";
+    error->param = "messages";
+    return false;
+  }
+  for (const auto& m : *messages) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
+      error->message = "every message must be an object with a string 'role'.";
+      error->param = "messages";
+      return false;
+    }
+  }
+  if (auto s = b.find("stream"); s != b.end()) {
+    if (!s->is_boolean() && !s->is_null()) {
+      error->message = "'stream' must be a boolean.";
+      error->param = "stream";
+      return false;
+    }
+    out->stream = s->is_boolean() && s->get<bool>();
+  }
+  auto tools = b.find("tools");
+  out->has_tools = tools != b.end() && tools->is_array() && !tools->empty();
+  return true;
+}
+
+std::string ChatUnsupported(ChatForward mode, const ChatRequest& req) {
+  const auto& b = req.body;
+  if (auto rf = b.find("response_format"); rf != b.end() && !rf->is_null()) {
+    if (!(rf->is_object() && rf->value("type", "") == "text")) return "chat_response_format";
+  }
+  if (auto tc = b.find("tool_choice"); tc != b.end() && !tc->is_null()) {
+    if (!(tc->is_string() && (*tc == "auto" || *tc == "none"))) return "chat_tool_choice";
+  }
+  if (mode == ChatForward::kCompletions) {
+    // Chat logprobs have their own shape; the engine would answer in the
+    // completions one.
+    if (auto lp = b.find("logprobs"); lp != b.end() && lp->is_boolean() && lp->get<bool>()) return "chat_logprobs";
+    if (auto n = b.find("n"); n != b.end() && !(n->is_number_integer() && n->get<int64_t>() == 1) && !n->is_null()) {
+      return "chat_n";
+    }
+  }
+  return "";
+}
+
+chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, int64_t now_unix_seconds,
+                              std::string* prompt) {
+  ordered_json inputs;
+  chat::Status s = chat::BuildChatInputs(req.body, model.tokenizer_config, &inputs);
+  if (!s.ok()) return s;
+  chat::RenderOptions ro;
+  ro.now_unix_seconds = now_unix_seconds;
+  return model.tmpl->Render(inputs, ro, prompt);
+}
+
+ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {
+  ChatForwardPlan plan;
+  const auto& b = req.body;
+  if (mode == ChatForward::kCompletions) {
+    plan.target = "/v1/completions";
+    ordered_json c = ordered_json::object();
+    c["model"] = req.model;
+    for (const char* k : kCompletionFields) {
+      if (auto it = b.find(k); it != b.end()) c[k] = *it;
+    }
+    if (auto it = b.find("max_completion_tokens"); it != b.end() && !c.contains("max_tokens")) c["max_tokens"] = *it;
+    // A chat request without a limit generates to the end of the context; a
+    // completions request without one stops after 16 tokens (vLLM), so the
+    // limit is made explicit: null = the rest of the context.
+    if (!c.contains("max_tokens")) c["max_tokens"] = nullptr;
+    plan.head = OpenIdList(c.dump(), "prompt");
+    plan.tail = "]}";
+    return plan;
+  }
+  plan.target = "/v1/chat/completions";
+  ordered_json rest = b;
+  if (mode == ChatForward::kSglang) {
+    // SGLang keeps `messages` (stop words, tool-call parsing) and uses
+    // input_ids for the prompt.
+    rest.erase("input_ids");
+    plan.head = OpenIdList(rest.dump(), "input_ids");
+    plan.tail = "]}";
+    return plan;
+  }
+  // Dynamo: nvext.token_data, beside whatever else the client put in nvext.
+  ordered_json nvext = ordered_json::object();
+  if (auto it = rest.find("nvext"); it != rest.end() && it->is_object()) nvext = *it;
+  nvext.erase("token_data");
+  rest.erase("nvext");
+  std::string head = rest.dump();
+  head.pop_back();
+  if (head.size() > 1) head += ',';
+  head += "\"nvext\":";
+  plan.head = head + OpenIdList(nvext.dump(), "token_data");
+  plan.tail = "]}}";
+  return plan;
+}
+
+}  // namespace toktier::proxy

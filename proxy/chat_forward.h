@@ -1,0 +1,71 @@
+// /v1/chat/completions through the token tier (docs/chat.md): a model's chat
+// setup (its template and forwarding mode), the request's parsing and
+// rendering, and the bodies sent to the engine in each mode. No HTTP here;
+// http_conn.cpp drives it and upstream.cpp translates "completions" answers
+// back (proxy/chat_response.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/chat_template.h"
+#include "proxy/completion_request.h"
+#include "proxy/config.h"
+
+namespace toktier::proxy {
+
+enum class ChatForward { kText, kCompletions, kSglang, kDynamo };
+
+// Immutable after load; shared by every request of the model.
+struct ChatModel {
+  ChatForward mode = ChatForward::kText;
+  std::unique_ptr<chat::ChatTemplate> tmpl;  // null in text mode
+  nlohmann::ordered_json tokenizer_config;   // bos/eos for the template inputs
+  std::string tool_parser = "none";
+  bool reasoning = false;
+};
+
+// Loads the chat setup of `model` (`default_mode`: the global chat_forward).
+// Text mode needs nothing. Other modes need a tokenizer_config.json with a
+// chat_template (a string, or the "default" of a list of named templates):
+// false and *error otherwise.
+[[nodiscard]] bool LoadChatModel(const ModelConfig& model, const std::string& default_mode, ChatModel* out,
+                                 std::string* error);
+
+struct ChatRequest {
+  nlohmann::ordered_json body;  // the client's request
+  std::string model;
+  bool stream = false;
+  bool has_tools = false;
+};
+
+// One JSON object (whitespace only after it), "model" a string, "messages" a
+// non-empty array, "stream" a boolean when present. False and *error (400).
+[[nodiscard]] bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* error);
+
+// Why a parsed request cannot take the token path in `mode` ("" = it can):
+// fields whose meaning the forwarded request would lose (a response_format,
+// a forced tool_choice, logprobs in completions mode). Such requests are
+// relayed as they are, and counted.
+std::string ChatUnsupported(ChatForward mode, const ChatRequest& req);
+
+// The prompt: the template over messages, tools, add_generation_prompt,
+// bos/eos and chat_template_kwargs (chat::BuildChatInputs), strftime_now at
+// `now_unix_seconds`.
+[[nodiscard]] chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, int64_t now_unix_seconds,
+                                            std::string* prompt);
+
+// The body for the engine is head + "1,2,3" (the prompt's IDs) + tail, sent
+// to `target`.
+struct ChatForwardPlan {
+  std::string target;
+  std::string head;
+  std::string tail;
+};
+ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req);
+
+}  // namespace toktier::proxy
