@@ -80,17 +80,7 @@ void HttpConn::HandleChat() {
   }
   if (!ParseCompletionRequest(*synth, creq.get(), &err)) return PassthroughCounted("chat_render");
 
-  SessionRef sref;
-  std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
-  sref.tenant = TokenizeService::TenantHash(auth);
-  sref.anonymous = auth.empty();
-  for (const auto& h : cfg().session_headers) {
-    auto it = req.find(h);
-    if (it != req.end() && !it->value().empty()) {
-      sref.explicit_id.assign(it->value().data(), it->value().size());
-      break;
-    }
-  }
+  const SessionRef sref = RequestSession();
   auto self = shared_from_this();
   bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, model](TokenizeResult res) {
     asio::post(self->strand_, [self, chat, model, res = std::move(res)]() mutable {

@@ -253,17 +253,7 @@ void HttpConn::HandleCompletions() {
   if (!model->ForwardIds()) return PassthroughCounted("text_mode");
   // The body's UTF-8 was validated by the parser; prompt escapes are checked
   // by the worker as it unescapes them.
-  SessionRef sref;
-  std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
-  sref.tenant = TokenizeService::TenantHash(auth);
-  sref.anonymous = auth.empty();
-  for (const auto& h : cfg().session_headers) {
-    auto it = req.find(h);
-    if (it != req.end() && !it->value().empty()) {
-      sref.explicit_id.assign(it->value().data(), it->value().size());
-      break;
-    }
-  }
+  const SessionRef sref = RequestSession();
   auto self = shared_from_this();
   bool queued = srv_->service.Submit(model, body_, creq, sref, [self](TokenizeResult res) {
     // On a worker thread: back to the connection's strand.
@@ -281,6 +271,22 @@ void HttpConn::HandleCompletions() {
     m().counter(metrics::Id::kOverloadPassthrough).Inc();
     return Passthrough("");
   }
+}
+
+SessionRef HttpConn::RequestSession() {
+  auto& req = parser_->get();
+  SessionRef sref;
+  std::string_view auth(req[http::field::authorization].data(), req[http::field::authorization].size());
+  sref.tenant = TokenizeService::TenantHash(auth);
+  sref.anonymous = auth.empty();
+  for (const auto& h : cfg().session_headers) {
+    auto it = req.find(h);
+    if (it != req.end() && !it->value().empty()) {
+      sref.explicit_id.assign(it->value().data(), it->value().size());
+      break;
+    }
+  }
+  return sref;
 }
 
 void HttpConn::PassthroughCounted(std::string_view reason) {

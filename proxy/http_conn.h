@@ -62,6 +62,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void HandleCompletions();
   void HandleChat();  // chat_conn.cpp
   void ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res);
+  // The request's tenant and session header (its session by content when none).
+  SessionRef RequestSession();
   void PassthroughCounted(std::string_view reason);
   void Passthrough(std::string_view session_key);
   void WatchClient();
