@@ -33,9 +33,16 @@ int64_t UnixNow() {
 }  // namespace
 
 void HttpConn::HandleChat() {
-  endpoint_ = "chat";
   auto& req = parser_->get();
   body_ = std::make_shared<std::string>(std::move(req.body()));
+  // A model not configured for the token path: relayed byte for byte, as
+  // every other /v1/ request (the engine judges the body).
+  ModelRuntime* target = srv_->service.FindModel(ModelOfJsonBody(*body_));
+  if (!target || target->chat->mode == ChatForward::kText) {
+    endpoint_ = "passthrough";
+    return Passthrough("");
+  }
+  endpoint_ = "chat";
   auto chat = std::make_shared<ChatRequest>();
   RequestError err;
   bool parsed = false;
@@ -48,9 +55,9 @@ void HttpConn::HandleChat() {
   if (!parsed) return SendError(status::bad_request, err.message, err.type, err.param, "chat", "client_error", false);
   model_ = chat->model;
   ModelRuntime* model = srv_->service.FindModel(chat->model);
-  if (!model) return PassthroughCounted("unknown_model");
+  // Only a body with two "model" fields reads differently in the two parsers: relay it.
+  if (model != target) return PassthroughCounted("unknown_model");
   const ChatModel& cm = *model->chat;
-  if (cm.mode == ChatForward::kText) return PassthroughCounted("chat_text");
   if (!model->ForwardIds()) return PassthroughCounted("text_mode");
   if (std::string why = ChatUnsupported(cm.mode, *chat); !why.empty()) return PassthroughCounted(why);
 
