@@ -9,6 +9,8 @@
 
 #include <chrono>
 #include <cstdio>
+#include <random>
+#include <xxhash.h>
 
 #include "proxy/http_conn.h"
 
@@ -24,6 +26,19 @@ ToolCallFormat ToolFormat(const std::string& parser) {
   if (parser == "llama3_json") return ToolCallFormat::kLlama3Json;
   if (parser == "deepseek_v3") return ToolCallFormat::kDeepSeekV3;
   return ToolCallFormat::kNone;
+}
+
+// "chatcmpl-" and 32 hex digits: 64 random bits per process (a client
+// cannot guess another's ids) mixed with a per-request counter.
+std::string ChatCompletionId(uint64_t counter) {
+  static const uint64_t process_key = [] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "chatcmpl-%016llx%016llx", static_cast<unsigned long long>(process_key),
+                static_cast<unsigned long long>(XXH3_64bits_withSeed(&counter, sizeof counter, process_key)));
+  return buf;
 }
 
 int64_t UnixNow() {
@@ -122,8 +137,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
   up_target_ = owned->target;
   if (cm.mode == ChatForward::kCompletions) {
     ChatTranslateOptions o;
-    o.id = "chatcmpl-" + std::to_string(srv_->passthrough_counter.fetch_add(1)) + "-" +
-           std::to_string(static_cast<uint64_t>(UnixNow()));
+    o.id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
     o.created = UnixNow();
     o.model = chat->model;
     o.tools = chat->has_tools ? ToolFormat(cm.tool_parser) : ToolCallFormat::kNone;
