@@ -308,14 +308,14 @@ void Backends::HealthRoundOrThrow() {
 void Backends::GuardRoundOrThrow() {
   if (!config_.guard_enabled || !service_) return;
   std::lock_guard<std::mutex> lock(round_mu_);
+  std::vector<std::string_view> canaries(std::begin(kCanaries), std::end(kCanaries));
+  canaries.insert(canaries.end(), config_.guard_extra_canaries.begin(), config_.guard_extra_canaries.end());
   for (ModelRuntime* m : service_->Models()) {
     if (!m->config.forward_ids) continue;
     auto it = model_pools_.find(m->config.name);
     const auto& pool = it == model_pools_.end() ? default_pool_ : it->second;
     for (Backend* b : pool) {
       if (!b->healthy) continue;
-      std::vector<std::string_view> canaries(std::begin(kCanaries), std::end(kCanaries));
-      canaries.insert(canaries.end(), config_.guard_extra_canaries.begin(), config_.guard_extra_canaries.end());
       for (std::string_view canary : canaries) {
         nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
         int status = 0;

@@ -21,13 +21,6 @@ namespace http = boost::beast::http;
 
 namespace {
 
-ToolCallFormat ToolFormat(const std::string& parser) {
-  if (parser == "hermes") return ToolCallFormat::kHermes;
-  if (parser == "llama3_json") return ToolCallFormat::kLlama3Json;
-  if (parser == "deepseek_v3") return ToolCallFormat::kDeepSeekV3;
-  return ToolCallFormat::kNone;
-}
-
 // "chatcmpl-" and 32 hex digits: 64 random bits per process (a client
 // cannot guess another's ids) mixed with a per-request counter.
 std::string ChatCompletionId(uint64_t counter) {
@@ -52,7 +45,8 @@ void HttpConn::HandleChat() {
   body_ = std::make_shared<std::string>(std::move(req.body()));
   // A model not configured for the token path: relayed byte for byte, as
   // every other /v1/ request (the engine judges the body).
-  ModelRuntime* target = srv_->service.FindModel(ModelOfJsonBody(*body_));
+  model_ = ModelOfJsonBody(*body_);  // also routes a passthrough to the model's pool
+  ModelRuntime* target = srv_->service.FindModel(model_);
   if (!target || target->chat->mode == ChatForward::kText) {
     endpoint_ = "passthrough";
     return Passthrough("");
@@ -126,7 +120,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
   ChatForwardPlan plan;
   try {
     plan = PlanChatForward(cm.mode, *chat);
-  } catch (const std::exception& e) {
+  } catch (const std::exception&) {
     return PassthroughCounted("chat_render");
   }
   auto owned = std::make_shared<ChatForwardPlan>(std::move(plan));
@@ -140,7 +134,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
     o.id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
     o.created = UnixNow();
     o.model = chat->model;
-    o.tools = chat->has_tools ? ToolFormat(cm.tool_parser) : ToolCallFormat::kNone;
+    o.tools = chat->has_tools ? cm.tools : ToolCallFormat::kNone;
     o.reasoning = cm.reasoning;
     chat_translate_ = std::move(o);
     chat_stream_ = chat->stream;
@@ -150,21 +144,26 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
 
 bool HttpConn::TranslateRelayed(std::string_view bytes, bool last) {
   tr_out_.clear();
-  if (chat_stream_) {
-    if (!chat_stream_tr_->Feed(bytes, &tr_out_)) return false;
-    return !last || chat_stream_tr_->Finish(&tr_out_);
-  }
-  // A whole answer is needed to translate it; bounded like a request body.
-  if (tr_in_.size() + bytes.size() > cfg().max_body_bytes) return false;
-  tr_in_.append(bytes);
-  if (!last) return true;
   std::string error;
-  if (!TranslateCompletion(tr_in_, *chat_translate_, &tr_out_, &error)) {
-    std::fprintf(stderr, "toktier: engine answer to a chat request could not be translated: %s\n", error.c_str());
-    return false;
+  bool ok = true;
+  if (chat_stream_) {
+    ok = chat_stream_tr_->Feed(bytes, &tr_out_) && (!last || chat_stream_tr_->Finish(&tr_out_));
+    if (!ok) error = chat_stream_tr_->error();
+  } else if (tr_in_.size() + bytes.size() > cfg().max_body_bytes) {
+    // A whole answer is needed to translate it; bounded like a request body.
+    ok = false;
+    error = "the answer is larger than limits.body_bytes";
+  } else {
+    tr_in_.append(bytes);
+    if (!last) return true;
+    ok = TranslateCompletion(tr_in_, *chat_translate_, &tr_out_, &error);
+    std::string().swap(tr_in_);
   }
-  std::string().swap(tr_in_);
-  return true;
+  if (!ok) {
+    std::fprintf(stderr, "toktier: engine answer to a chat request could not be translated: %s\n", error.c_str());
+    m().counter(metrics::Id::kBackendRequests, {"bad_response"}).Inc();
+  }
+  return ok;
 }
 
 }  // namespace toktier::proxy

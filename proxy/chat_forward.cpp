@@ -12,15 +12,6 @@ using nlohmann::ordered_json;
 
 namespace {
 
-bool ParseMode(const std::string& s, ChatForward* out) {
-  if (s == "text") *out = ChatForward::kText;
-  else if (s == "completions") *out = ChatForward::kCompletions;
-  else if (s == "sglang") *out = ChatForward::kSglang;
-  else if (s == "dynamo") *out = ChatForward::kDynamo;
-  else return false;
-  return true;
-}
-
 // tokenizer_config.json's chat_template: a string, or a list of
 // {"name", "template"} where "default" is the one chat requests use.
 std::string TemplateSource(const ordered_json& cfg) {
@@ -48,26 +39,50 @@ constexpr const char* kCompletionFields[] = {
     // llama.cpp server's cache_prompt.
     "return_token_ids", "cache_prompt"};
 
-// `prefix` is a dumped JSON object; returns it with `,"key":[` appended in
-// place of its closing brace (the IDs and "]}" follow).
-std::string OpenIdList(std::string dumped, std::string_view key) {
+// `dumped` is a dumped JSON object; returns it with `,"key":` in place of
+// its closing brace (the value and "}" follow).
+std::string OpenField(std::string dumped, std::string_view key) {
   dumped.pop_back();  // '}'
   if (dumped.size() > 1) dumped += ',';
   dumped += '"';
   dumped += key;
-  dumped += "\":[";
+  dumped += "\":";
   return dumped;
 }
 
+// The same with an ID list opened: the IDs and "]}" follow.
+std::string OpenIdList(std::string dumped, std::string_view key) { return OpenField(std::move(dumped), key) + '['; }
+
 }  // namespace
+
+bool ParseChatForward(std::string_view s, ChatForward* out) {
+  if (s == "text") *out = ChatForward::kText;
+  else if (s == "completions") *out = ChatForward::kCompletions;
+  else if (s == "sglang") *out = ChatForward::kSglang;
+  else if (s == "dynamo") *out = ChatForward::kDynamo;
+  else return false;
+  return true;
+}
+
+bool ParseToolParser(std::string_view s, ToolCallFormat* out) {
+  if (s == "none") *out = ToolCallFormat::kNone;
+  else if (s == "hermes") *out = ToolCallFormat::kHermes;
+  else if (s == "llama3_json") *out = ToolCallFormat::kLlama3Json;
+  else if (s == "deepseek_v3") *out = ToolCallFormat::kDeepSeekV3;
+  else return false;
+  return true;
+}
 
 bool LoadChatModel(const ModelConfig& model, const std::string& default_mode, ChatModel* out, std::string* error) {
   const std::string& mode = model.chat_forward.empty() ? default_mode : model.chat_forward;
-  if (!ParseMode(mode, &out->mode)) {
+  if (!ParseChatForward(mode, &out->mode)) {
     *error = "chat_forward must be text, completions, sglang or dynamo (got '" + mode + "')";
     return false;
   }
-  out->tool_parser = model.tool_parser;
+  if (!ParseToolParser(model.tool_parser, &out->tools)) {
+    *error = "tool_parser must be none, hermes, llama3_json or deepseek_v3 (got '" + model.tool_parser + "')";
+    return false;
+  }
   out->reasoning = model.reasoning;
   if (out->mode == ChatForward::kText) return true;
   std::string path = model.chat_template_config;
@@ -200,11 +215,7 @@ ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {
   if (auto it = rest.find("nvext"); it != rest.end() && it->is_object()) nvext = *it;
   nvext.erase("token_data");
   rest.erase("nvext");
-  std::string head = rest.dump();
-  head.pop_back();
-  if (head.size() > 1) head += ',';
-  head += "\"nvext\":";
-  plan.head = head + OpenIdList(nvext.dump(), "token_data");
+  plan.head = OpenField(rest.dump(), "nvext") + OpenIdList(nvext.dump(), "token_data");
   plan.tail = "]}}";
   return plan;
 }

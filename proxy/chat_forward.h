@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/chat_template.h"
+#include "proxy/chat_response.h"
 #include "proxy/completion_request.h"
 #include "proxy/config.h"
 
@@ -20,12 +21,17 @@ namespace toktier::proxy {
 
 enum class ChatForward { kText, kCompletions, kSglang, kDynamo };
 
+// The configuration's names: "text", "completions", "sglang", "dynamo";
+// and "none", "hermes", "llama3_json", "deepseek_v3". False for any other.
+[[nodiscard]] bool ParseChatForward(std::string_view name, ChatForward* out);
+[[nodiscard]] bool ParseToolParser(std::string_view name, ToolCallFormat* out);
+
 // Immutable after load; shared by every request of the model.
 struct ChatModel {
   ChatForward mode = ChatForward::kText;
   std::unique_ptr<chat::ChatTemplate> tmpl;  // null in text mode
   nlohmann::ordered_json tokenizer_config;   // bos/eos for the template inputs
-  std::string tool_parser = "none";
+  ToolCallFormat tools = ToolCallFormat::kNone;  // the model's tool_parser
   bool reasoning = false;
 };
 

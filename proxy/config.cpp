@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "proxy/chat_forward.h"
+
 namespace toktier::proxy {
 namespace {
 
@@ -37,7 +39,8 @@ bool Get(const json& j, const char* key, T* out, std::string* error) {
 }
 
 bool ValidChatForward(const std::string& v) {
-  return v == "text" || v == "completions" || v == "sglang" || v == "dynamo";
+  ChatForward mode;
+  return ParseChatForward(v, &mode);
 }
 
 bool ParseModel(const json& j, ModelConfig* m, std::string* error) {
@@ -69,8 +72,7 @@ bool ParseModel(const json& j, ModelConfig* m, std::string* error) {
     *error = "chat_forward must be \"text\", \"completions\", \"sglang\" or \"dynamo\"";
     return false;
   }
-  if (m->tool_parser != "none" && m->tool_parser != "hermes" && m->tool_parser != "llama3_json" &&
-      m->tool_parser != "deepseek_v3") {
+  if (ToolCallFormat tools; !ParseToolParser(m->tool_parser, &tools)) {
     *error = "tool_parser must be \"none\", \"hermes\", \"llama3_json\" or \"deepseek_v3\"";
     return false;
   }

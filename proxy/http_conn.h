@@ -151,7 +151,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   std::unique_ptr<ChatStreamTranslator> chat_stream_tr_;
   std::string tr_in_, tr_out_;
   // The relay's next piece for the client when translating: tr_out_ (false:
-  // the answer is malformed and the response is cut off).
+  // the answer is malformed, logged and counted; the response is cut off).
   bool TranslateRelayed(std::string_view bytes, bool last);
 };
 

@@ -252,10 +252,7 @@ void HttpConn::OnRelayRead(error_code ec, size_t) {
   body.size = n;
   body.more = !up_parser_->is_done();
   if (translating_) {
-    if (!TranslateRelayed(std::string_view(relay_.get(), n), /*last=*/!body.more)) {
-      m().counter(metrics::Id::kBackendRequests, {"bad_response"}).Inc();
-      return Abort("backend_truncated");
-    }
+    if (!TranslateRelayed(std::string_view(relay_.get(), n), /*last=*/!body.more)) return Abort("backend_truncated");
     body.data = tr_out_.data();
     n = body.size = tr_out_.size();
   }

@@ -108,24 +108,24 @@ run_main() {
   trap stop_all EXIT
   node "$ROOT/tools/engine/llama_engine.mjs" --host 127.0.0.1 --port "$eport" "${models[@]}" &
   engine_pid=$!
-  local up=0
-  for _ in $(seq 600); do
-    if curl -sf "http://127.0.0.1:$eport/health" >/dev/null 2>&1; then up=1; break; fi
-    kill -0 "$engine_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  ((up)) || { log "the llama.cpp engine did not start on 127.0.0.1:$eport"; exit 1; }
+  # Polls URL every 0.1 s until it answers 2xx (0), TRIES run out or PID exits (1).
+  wait_ready() {
+    local url="$1" pid="$2" tries="$3"
+    for _ in $(seq "$tries"); do
+      curl -sf "$url" >/dev/null 2>&1 && return 0
+      kill -0 "$pid" 2>/dev/null || return 1
+      sleep 0.1
+    done
+    return 1
+  }
+  wait_ready "http://127.0.0.1:$eport/health" "$engine_pid" 600 ||
+    { log "the llama.cpp engine did not start on 127.0.0.1:$eport"; exit 1; }
   # The engine serves /v1/completions only: chat requests are rendered by
   # toktier and sent there as IDs (chat_forward "completions", docs/chat.md).
   "$BUILD/proxy/toktier" serve --backends "http://127.0.0.1:$eport" --chat-forward completions "$@" &
   proxy_pid=$!
-  up=0
-  for _ in $(seq 300); do
-    if curl -sf "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then up=1; break; fi
-    kill -0 "$proxy_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  ((up)) || { log "toktier serve did not become ready on 127.0.0.1:$port"; exit 1; }
+  wait_ready "http://127.0.0.1:$port/readyz" "$proxy_pid" 300 ||
+    { log "toktier serve did not become ready on 127.0.0.1:$port"; exit 1; }
   cat >&2 <<EOT
 
 toktier is on http://127.0.0.1:$port in front of llama.cpp (tiny random-weight models) on :$eport.
