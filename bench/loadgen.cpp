@@ -456,7 +456,8 @@ struct SweepResult {
 };
 
 SweepResult Sweep(const Target& tg, size_t context, std::vector<Session> sessions,
-                  const std::vector<std::string>& appends, double seconds, double max_rate, int bisect_steps) {
+                  const std::vector<std::string>& appends, double seconds, double max_rate, int bisect_steps,
+                  double from_rate = 10) {
   SweepResult out;
   // A copied string keeps no spare capacity; Advance must not reallocate.
   for (auto& s : sessions) s.body.reserve(s.limit_len + 16384 + kBodySuffix.size());
@@ -473,7 +474,7 @@ SweepResult Sweep(const Target& tg, size_t context, std::vector<Session> session
     if (r.pass && (!out.best || r.rate > out.best->rate)) out.best = r;
     return r.pass;
   };
-  double lo = 0, hi = 0, rate = std::min(10.0, max_rate);
+  double lo = 0, hi = 0, rate = std::min(from_rate, max_rate);
   for (;;) {
     if (!step(rate)) {
       hi = rate;
@@ -505,10 +506,37 @@ double ProcRssMiB(pid_t pid) {
   return 0;
 }
 
+// The memory the proxy reports at /metrics, in MiB: what the budget charges
+// (toktier_memory_bytes, all parts) and what the store holds outside it
+// (toktier_store_overhead_bytes by part). Attributes the RSS of a soak.
+struct ReportedMemory {
+  double budgeted = 0, memtables = 0, block_cache = 0, table_readers = 0, write_queue = 0;
+};
+
+ReportedMemory ScrapeMemory(uint16_t port) {
+  ReportedMemory m;
+  HttpClient c(port);
+  HttpResponse r = c.Request("GET", "/metrics", "");
+  if (r.status != 200) return m;
+  std::istringstream in(r.body);
+  std::string line;
+  auto value = [](const std::string& l) { return std::strtod(l.c_str() + l.rfind(' ') + 1, nullptr) / (1 << 20); };
+  while (std::getline(in, line)) {
+    if (line.rfind("toktier_memory_bytes{", 0) == 0) m.budgeted += value(line);
+    if (line.rfind("toktier_store_overhead_bytes{", 0) != 0) continue;
+    if (line.find("\"memtables\"") != std::string::npos) m.memtables = value(line);
+    if (line.find("\"block_cache\"") != std::string::npos) m.block_cache = value(line);
+    if (line.find("\"table_readers\"") != std::string::npos) m.table_readers = value(line);
+    if (line.find("\"write_queue\"") != std::string::npos) m.write_queue = value(line);
+  }
+  return m;
+}
+
 struct SoakWindow {
   double t_end_s = 0;  // since the soak started
   StepResult step;
   double rss_mib = 0;
+  ReportedMemory mem;
 };
 
 // The soak: back-to-back Poisson windows at a fixed rate; after each, the
@@ -520,21 +548,29 @@ std::vector<SoakWindow> RunSoak(const Target& tg, std::vector<Session>& sessions
   std::vector<SoakWindow> out;
   std::vector<std::unique_ptr<HttpClient>> clients;
   for (size_t i = 0; i < sessions.size(); ++i) clients.push_back(std::make_unique<HttpClient>(tg.port));
-  if (csv) std::fprintf(csv, "t_s,rate,requests,errors,dropped,p50_ms,p90_ms,p99_ms,rss_mib,proxy_cpu_ms_per_req\n");
+  if (csv)
+    std::fprintf(csv,
+                 "t_s,rate,requests,errors,dropped,p50_ms,p90_ms,p99_ms,rss_mib,proxy_cpu_ms_per_req,budgeted_mib,"
+                 "memtables_mib,block_cache_mib,table_readers_mib,write_queue_mib\n");
   const auto start = Clock::now();
   for (uint64_t w = 0; std::chrono::duration<double>(Clock::now() - start).count() < total_s; ++w) {
     SoakWindow sw;
     sw.step = RunStep(tg, sessions, clients, appends, rate, window_s, 0x50a4 + w);
     sw.t_end_s = std::chrono::duration<double>(Clock::now() - start).count();
     sw.rss_mib = ProcRssMiB(tg.pid);
+    sw.mem = ScrapeMemory(tg.port);
     if (csv) {
-      std::fprintf(csv, "%.1f,%.1f,%zu,%zu,%zu,%.3f,%.3f,%.3f,%.1f,%.3f\n", sw.t_end_s, rate, sw.step.n,
-                   sw.step.errors, sw.step.dropped, sw.step.p50, sw.step.p90, sw.step.p99, sw.rss_mib,
-                   sw.step.proxy_cpu_ms);
+      std::fprintf(csv, "%.1f,%.1f,%zu,%zu,%zu,%.3f,%.3f,%.3f,%.1f,%.3f,%.2f,%.2f,%.2f,%.2f,%.2f\n", sw.t_end_s, rate,
+                   sw.step.n, sw.step.errors, sw.step.dropped, sw.step.p50, sw.step.p90, sw.step.p99, sw.rss_mib,
+                   sw.step.proxy_cpu_ms, sw.mem.budgeted, sw.mem.memtables, sw.mem.block_cache, sw.mem.table_readers,
+                   sw.mem.write_queue);
       std::fflush(csv);
     }
-    std::fprintf(stderr, "loadgen: soak %6.0f s  done %5zu  err %zu  drop %zu  P50 %7.2f  P99 %7.2f ms  RSS %.1f MiB\n",
-                 sw.t_end_s, sw.step.n, sw.step.errors, sw.step.dropped, sw.step.p50, sw.step.p99, sw.rss_mib);
+    std::fprintf(stderr,
+                 "loadgen: soak %6.0f s  done %5zu  err %zu  drop %zu  P50 %7.2f  P99 %7.2f ms  RSS %.1f MiB "
+                 "(budgeted %.1f, memtables %.1f, block cache %.1f, table readers %.1f, write queue %.1f)\n",
+                 sw.t_end_s, sw.step.n, sw.step.errors, sw.step.dropped, sw.step.p50, sw.step.p99, sw.rss_mib,
+                 sw.mem.budgeted, sw.mem.memtables, sw.mem.block_cache, sw.mem.table_readers, sw.mem.write_queue);
     out.push_back(sw);
   }
   return out;
@@ -565,12 +601,15 @@ int main(int argc, char** argv) {
   app.add_option("--bisect-steps", bisect_steps, "bisection steps after the first failing rate");
   app.add_flag("--pin,!--no-pin", pin, "pin the proxies to one CPU and this process to another");
   app.add_flag("--skip-stateless-large", skip_stateless_large, "skip the stateless mode above 500K chars");
-  double soak_s = 0, soak_window_s = 10, soak_fraction = 0.8;
+  double soak_s = 0, soak_window_s = 10, soak_fraction = 0.8, sweep_from = 10;
   std::string soak_csv;
   app.add_option("--soak", soak_s,
                  "soak mode: after a capacity sweep of the proxy with state at the first --context, run this many "
                  "seconds at --soak-fraction of the best rate (no latency table, no other modes)");
   app.add_option("--soak-window", soak_window_s, "soak: seconds per measured window");
+  app.add_option("--sweep-from", sweep_from,
+                 "first rate of the capacity sweep (req/s; doubled until a step fails, then bisected). With long "
+                 "--seconds, start near the expected capacity");
   app.add_option("--soak-fraction", soak_fraction, "soak: fraction of the measured capacity");
   app.add_option("--soak-csv", soak_csv, "soak: write one CSV row per window here (tools/plot_soak.py draws it)");
   std::string log_dir;
@@ -755,7 +794,7 @@ int main(int argc, char** argv) {
     if (soak_s > 0) {
       // Soak: capacity of the proxy with state, then a long run below it.
       const Target& proxy = sum.targets[1];
-      SweepResult sw = Sweep(proxy, context, sessions, appends, seconds, max_rate, bisect_steps);
+      SweepResult sw = Sweep(proxy, context, sessions, appends, seconds, max_rate, bisect_steps, sweep_from);
       if (!sw.best) {
         std::fprintf(stderr, "loadgen: %zu chars: no rate passed; no soak\n", context);
         return 1;
@@ -796,6 +835,15 @@ int main(int argc, char** argv) {
       std::printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
       std::printf("| %zu | %zu | %zu | %.2f | %.2f | %.1f | %.1f | %.1f | %.1f | %s |\n", n, errors, dropped,
                   Percentile(p99s, 0.5), worst_p99, rss_before, rss_mid, rss_end, rss_max, exact_after ? "yes" : "NO");
+      if (!windows.empty()) {
+        const ReportedMemory& m0 = windows.front().mem;
+        const ReportedMemory& m1 = windows.back().mem;
+        std::printf("\nMemory the proxy reports, first / last window (MiB): budgeted %.1f / %.1f, memtables %.1f / %.1f, "
+                    "block cache %.1f / %.1f, table readers %.1f / %.1f, write queue %.1f / %.1f; RSS %.1f / %.1f.\n",
+                    m0.budgeted, m1.budgeted, m0.memtables, m1.memtables, m0.block_cache, m1.block_cache,
+                    m0.table_readers, m1.table_readers, m0.write_queue, m1.write_queue, windows.front().rss_mib,
+                    rss_end);
+      }
       std::fflush(stdout);
       return errors == 0 && dropped == 0 && exact_after ? 0 : 1;
     }

@@ -91,6 +91,15 @@ class Tokenizer {
   // Bytes of a token (raw UTF-8 bytes for byte-level vocabularies); empty if
   // the id is unknown.
   [[nodiscard]] std::string TokenBytes(uint32_t id) const;
+  // Whether `id` is a special token: an HF added token marked "special", or a
+  // tiktoken special token. Decoding with skip_special_tokens leaves these
+  // out (non-special added tokens such as Qwen3's <think> stay).
+  [[nodiscard]] bool IsSpecialToken(uint32_t id) const;
+  // Whether the text of a list of IDs is the concatenation of their
+  // TokenBytes, as the reference decodes it: byte-level BPE whose decoder is
+  // ByteLevel, and tiktoken. False for SentencePiece-style vocabularies,
+  // whose decoders rewrite "▁" and byte-fallback tokens (not supported).
+  [[nodiscard]] bool DecodesByConcatenation() const;
 
   // Internal: the implementation, for core's own components (repair).
   [[nodiscard]] const TokenizerImpl& impl() const { return *impl_; }

@@ -270,7 +270,11 @@ Status LoadModel(const json& model, bool byte_level, const std::vector<AddedToke
   }
   t.vocab_size_ = max_id + 1;
   t.added_token_text_.assign(max_id + 1, std::string());
-  for (const AddedToken& a : added) t.added_token_text_[a.id] = a.content;
+  t.special_ids_.assign(max_id + 1, false);
+  for (const AddedToken& a : added) {
+    t.added_token_text_[a.id] = a.content;
+    t.special_ids_[a.id] = a.special;
+  }
   return Status::Ok();
 }
 
@@ -319,6 +323,8 @@ Status LoadHuggingFace(std::string_view text, TokenizerImpl& t) {
   if (!st.ok()) return st;
   st = LoadModel(j["model"], byte_level, added, t);
   if (!st.ok()) return st;
+  const json decoder = j.value("decoder", json());
+  t.concat_decoder_ = byte_level && !t.metaspace_ && decoder.is_object() && decoder.value("type", "") == "ByteLevel";
   if (t.metaspace_ && !norm.empty()) {
     // Normalized added tokens are matched before pre-tokenization, where
     // Metaspace's replacement has not happened yet.

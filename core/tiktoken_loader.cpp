@@ -166,10 +166,13 @@ Status Build(const std::map<uint32_t, std::string>& ranks, std::string_view patt
   t.tables_ = unicode::Tables::kTiktoken;
   std::vector<AddedToken> added;
   t.added_token_text_.assign(max_id + 1, std::string());
+  t.special_ids_.assign(max_id + 1, false);
   for (const auto& [content, id] : specials) {
     added.push_back(AddedToken{content, id, true, false, false, false, false});
     if (t.added_token_text_[id].empty()) t.added_token_text_[id] = content;
+    t.special_ids_[id] = true;
   }
+  t.concat_decoder_ = true;
   t.raw_added_.Build(std::move(added));
   t.tiktoken_ = true;
   t.vocab_size_ = max_id + 1;

@@ -350,6 +350,12 @@ std::string Tokenizer::Describe() const { return impl_->Describe(); }
 size_t Tokenizer::vocab_size() const { return impl_->vocab_size(); }
 std::string Tokenizer::TokenBytes(uint32_t id) const { return impl_->TokenBytes(id); }
 
+bool Tokenizer::IsSpecialToken(uint32_t id) const {
+  return id < impl_->special_ids_.size() && impl_->special_ids_[id];
+}
+
+bool Tokenizer::DecodesByConcatenation() const { return impl_->concat_decoder_; }
+
 void AppendUtf8(char32_t cp, std::string& out) { unicode::AppendUtf8(cp, out); }
 
 size_t FindInvalidUtf8(std::string_view text) {

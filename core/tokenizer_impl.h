@@ -95,6 +95,8 @@ class TokenizerImpl {
   bool tiktoken_ = false;
   bool metaspace_ = false;  // a Metaspace pre-tokenizer became normalizer ops + a split
   std::vector<std::string> added_token_text_;  // id -> content, for TokenBytes
+  std::vector<bool> special_ids_;              // id -> special added token
+  bool concat_decoder_ = false;                // see Tokenizer::DecodesByConcatenation
   bool repair_supported_ = true;
   std::string repair_unsupported_reason_;
   uint64_t instance_id_ = 0;

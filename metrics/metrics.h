@@ -67,6 +67,8 @@ namespace toktier::metrics {
   X(kStoreHits, Counter, "toktier_store_hits_total", "tier", "Store lookups answered, by tier (memory, disk)")     \
   X(kStoreMemoryOnly, Gauge, "toktier_store_memory_only", "", "1 when the store runs without its disk tier")      \
   X(kStoreMisses, Counter, "toktier_store_misses_total", "", "Store lookups that found nothing")                  \
+  X(kStoreOverheadBytes, Gauge, "toktier_store_overhead_bytes", "part",                                          \
+    "Memory the store holds outside the budget (memtables, block_cache, table_readers, write_queue)")             \
   X(kStoreVersionStale, Counter, "toktier_store_version_stale_total", "",                                         \
     "Lookups that found a state made by another tokenizer version")                                                \
   X(kStoreWriteFailures, Counter, "toktier_store_write_failures_total", "", "Failed disk writes")                  \

@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <chrono>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -305,6 +306,44 @@ void Backends::HealthRoundOrThrow() {
   }
 }
 
+namespace {
+
+enum class EngineIds { kOk, kNoVerdict, kUnavailable };
+
+// The IDs of a backend's POST /tokenize answer to `request`: kNoVerdict when
+// this process could not send it (out of descriptors), kUnavailable when the
+// backend has no such endpoint, rejects the request or answers something
+// else (an empty list included: an engine that ignores "messages" tokenizes
+// nothing, which is no verdict on its rendering).
+EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, const nlohmann::json& request, size_t max_header_bytes,
+                         std::vector<uint32_t>* ids) {
+  int status = 0;
+  std::string body;
+  bool local = false;
+  if (!SyncRequest(ioc, b, http::verb::post, "/tokenize", request.dump(), 5000, max_header_bytes, &status, &body,
+                   &local) ||
+      status != 200) {
+    return local ? EngineIds::kNoVerdict : EngineIds::kUnavailable;
+  }
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty()) {
+    return EngineIds::kUnavailable;
+  }
+  ids->clear();
+  for (const auto& x : j["tokens"]) {
+    if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX) return EngineIds::kUnavailable;
+    ids->push_back(x.get<uint32_t>());
+  }
+  return EngineIds::kOk;
+}
+
+int64_t UnixSeconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
 void Backends::GuardRoundOrThrow() {
   if (!config_.guard_enabled || !service_) return;
   std::lock_guard<std::mutex> lock(round_mu_);
@@ -314,55 +353,64 @@ void Backends::GuardRoundOrThrow() {
     if (!m->config.forward_ids) continue;
     auto it = model_pools_.find(m->config.name);
     const auto& pool = it == model_pools_.end() ? default_pool_ : it->second;
+    // A difference switches the model to text, for completions and chat.
+    auto verdict = [&](Backend* b, bool same, const char* match, const char* mismatch, const char* what) {
+      metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, same ? match : mismatch}).Inc();
+      if (same) return;
+      if (!m->guard_text_mode.exchange(true)) {
+        std::fprintf(stderr,
+                     "toktier: GUARD: backend %s %s differently from %s for model %s; forwarding text for this "
+                     "model from now on\n",
+                     b->url.c_str(), what, m->config.tokenizer.c_str(), m->config.name.c_str());
+      }
+      metrics_->gauge(metrics::Id::kGuardTextMode, {m->config.name}).Set(1);
+    };
     for (Backend* b : pool) {
       if (!b->healthy) continue;
+      std::vector<uint32_t> theirs, ours;
+      bool compared_all = true;
       for (std::string_view canary : canaries) {
         nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
-        int status = 0;
-        std::string body;
-        bool local = false;
-        if (!SyncRequest(checker_io_->ioc, *b, http::verb::post, "/tokenize", req.dump(), 5000,
-                         config_.max_header_bytes, &status, &body, &local) ||
-            status != 200) {
-          if (local) {
+        EngineIds got = FetchEngineIds(checker_io_->ioc, *b, req, config_.max_header_bytes, &theirs);
+        if (got != EngineIds::kOk) {
+          if (got == EngineIds::kNoVerdict) {
             metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
-            break;  // no verdict
+          } else {
+            metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "unavailable"}).Inc();
           }
-          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "unavailable"}).Inc();
+          compared_all = false;
           break;  // no /tokenize (or not for this name): nothing to compare
         }
-        auto j = nlohmann::json::parse(body, nullptr, false);
-        std::vector<uint32_t> theirs, ours;
-        bool parsed = false;
-        if (j.is_object() && j.contains("tokens") && j["tokens"].is_array()) {
-          parsed = true;
-          for (const auto& x : j["tokens"]) {
-            if (!x.is_number_unsigned()) {
-              parsed = false;
-              break;
-            }
-            theirs.push_back(x.get<uint32_t>());
-          }
-        }
-        if (!parsed) {
-          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "unavailable"}).Inc();
-          break;
-        }
         m->tokenizer->Encode(canary, true, ours);
-        if (ours == theirs) {
-          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "match"}).Inc();
-        } else {
-          metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "mismatch"}).Inc();
-          if (!m->guard_text_mode.exchange(true)) {
-            std::fprintf(stderr,
-                         "toktier: GUARD: backend %s tokenizes differently from %s for model %s; forwarding text "
-                         "for this model from now on\n",
-                         b->url.c_str(), m->config.tokenizer.c_str(), m->config.name.c_str());
-          }
-          metrics_->gauge(metrics::Id::kGuardTextMode, {m->config.name}).Set(1);
+        verdict(b, ours == theirs, "match", "mismatch", "tokenizes");
+        if (ours != theirs) {
+          compared_all = false;
           break;
         }
       }
+      // The chat template too, where the model renders chat itself: the
+      // engine's own rendering of a canary conversation (vLLM: /tokenize
+      // with "messages") must give the IDs ours does.
+      if (!compared_all || !m->chat || m->chat->mode == ChatForward::kText || m->guard_text_mode) continue;
+      ChatRequest chat;
+      chat.body = ChatGuardCanary(m->config.name);
+      chat.model = m->config.name;
+      std::string prompt;
+      if (!RenderChatPrompt(*m->chat, chat, UnixSeconds(), &prompt).ok()) continue;
+      nlohmann::json req = nlohmann::json::parse(chat.body.dump());
+      req["add_generation_prompt"] = true;
+      req["add_special_tokens"] = false;
+      EngineIds got = FetchEngineIds(checker_io_->ioc, *b, req, config_.max_header_bytes, &theirs);
+      if (got == EngineIds::kNoVerdict) {
+        metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
+        continue;
+      }
+      if (got == EngineIds::kUnavailable) {
+        metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "chat_unavailable"}).Inc();
+        continue;
+      }
+      m->tokenizer->Encode(prompt, false, ours);
+      verdict(b, ours == theirs, "chat_match", "chat_mismatch", "renders the chat template");
     }
   }
 }

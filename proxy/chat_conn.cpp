@@ -129,13 +129,17 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
   fb.owners = std::move(res.body.owners);
   fb.owners.push_back(owned);
   up_target_ = owned->target;
-  if (cm.mode == ChatForward::kCompletions) {
+  if (cm.mode == ChatForward::kCompletions || cm.mode == ChatForward::kVllm) {
     ChatTranslateOptions o;
     o.id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
     o.created = UnixNow();
     o.model = chat->model;
     o.tools = chat->has_tools ? cm.tools : ToolCallFormat::kNone;
     o.reasoning = cm.reasoning;
+    if (cm.mode == ChatForward::kVllm) {
+      o.decode_with = model->tokenizer;
+      o.decode = ChatDecodeOptions(*chat);
+    }
     chat_translate_ = std::move(o);
     chat_stream_ = chat->stream;
   }

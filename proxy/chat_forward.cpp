@@ -31,6 +31,13 @@ std::string TemplateSource(const ordered_json& cfg) {
 // Sampling fields a /v1/completions request understands (OpenAI's and
 // vLLM's extras); everything else of a chat request is about messages,
 // tools or the response shape, which the proxy handles itself.
+// vLLM's SamplingParams fields a chat request may carry, for
+// /inference/v1/generate (logprobs and n are not taken: ChatUnsupported).
+constexpr const char* kSamplingFields[] = {
+    "temperature", "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "presence_penalty",
+    "frequency_penalty", "repetition_penalty", "ignore_eos", "min_tokens", "skip_special_tokens",
+    "include_stop_str_in_output"};
+
 constexpr const char* kCompletionFields[] = {
     "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "presence_penalty",
     "frequency_penalty", "logit_bias", "user", "top_k", "min_p", "repetition_penalty", "ignore_eos", "min_tokens",
@@ -60,6 +67,7 @@ bool ParseChatForward(std::string_view s, ChatForward* out) {
   else if (s == "completions") *out = ChatForward::kCompletions;
   else if (s == "sglang") *out = ChatForward::kSglang;
   else if (s == "dynamo") *out = ChatForward::kDynamo;
+  else if (s == "vllm") *out = ChatForward::kVllm;
   else return false;
   return true;
 }
@@ -76,7 +84,7 @@ bool ParseToolParser(std::string_view s, ToolCallFormat* out) {
 bool LoadChatModel(const ModelConfig& model, const std::string& default_mode, ChatModel* out, std::string* error) {
   const std::string& mode = model.chat_forward.empty() ? default_mode : model.chat_forward;
   if (!ParseChatForward(mode, &out->mode)) {
-    *error = "chat_forward must be text, completions, sglang or dynamo (got '" + mode + "')";
+    *error = "chat_forward must be text, completions, sglang, dynamo or vllm (got '" + mode + "')";
     return false;
   }
   if (!ParseToolParser(model.tool_parser, &out->tools)) {
@@ -160,13 +168,18 @@ std::string ChatUnsupported(ChatForward mode, const ChatRequest& req) {
   if (auto tc = b.find("tool_choice"); tc != b.end() && !tc->is_null()) {
     if (!(tc->is_string() && (*tc == "auto" || *tc == "none"))) return "chat_tool_choice";
   }
-  if (mode == ChatForward::kCompletions) {
+  if (mode == ChatForward::kCompletions || mode == ChatForward::kVllm) {
     // Chat logprobs have their own shape; the engine would answer in the
-    // completions one.
+    // completions one (vLLM's generate: "token_id:N" tokens).
     if (auto lp = b.find("logprobs"); lp != b.end() && lp->is_boolean() && lp->get<bool>()) return "chat_logprobs";
     if (auto n = b.find("n"); n != b.end() && !(n->is_number_integer() && n->get<int64_t>() == 1) && !n->is_null()) {
       return "chat_n";
     }
+  }
+  if (mode == ChatForward::kVllm) {
+    // vLLM's SamplingParams takes a bias per integer ID; the chat request's
+    // keys are strings.
+    if (auto lb = b.find("logit_bias"); lb != b.end() && !lb->is_null() && !lb->empty()) return "chat_logit_bias";
   }
   return "";
 }
@@ -200,6 +213,30 @@ ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {
     plan.tail = "]}";
     return plan;
   }
+  if (mode == ChatForward::kVllm) {
+    // Tokens in, tokens out (docs/chat.md): the sampling parameters in their
+    // own object; the answer's IDs are decoded by the proxy.
+    plan.target = "/inference/v1/generate";
+    ordered_json sp = ordered_json::object();
+    for (const char* k : kSamplingFields) {
+      if (auto it = b.find(k); it != b.end()) sp[k] = *it;
+    }
+    if (auto it = b.find("max_completion_tokens"); it != b.end() && !it->is_null()) sp["max_tokens"] = *it;
+    if (auto it = b.find("max_tokens"); it != b.end() && !sp.contains("max_tokens")) sp["max_tokens"] = *it;
+    // Absent: to the end of the context, as a chat request means (an older
+    // vLLM would stop a generate request after 16 tokens).
+    if (!sp.contains("max_tokens")) sp["max_tokens"] = nullptr;
+    ordered_json g = ordered_json::object();
+    g["model"] = req.model;
+    g["sampling_params"] = std::move(sp);
+    g["stream"] = req.stream;
+    if (auto it = b.find("stream_options"); it != b.end()) g["stream_options"] = *it;
+    if (auto it = b.find("priority"); it != b.end()) g["priority"] = *it;
+    if (auto it = b.find("cache_salt"); it != b.end()) g["cache_salt"] = *it;
+    plan.head = OpenIdList(g.dump(), "token_ids");
+    plan.tail = "]}";
+    return plan;
+  }
   plan.target = "/v1/chat/completions";
   ordered_json rest = b;
   if (mode == ChatForward::kSglang) {
@@ -218,6 +255,36 @@ ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {
   plan.head = OpenField(rest.dump(), "nvext") + OpenIdList(nvext.dump(), "token_data");
   plan.tail = "]}}";
   return plan;
+}
+
+ordered_json ChatGuardCanary(const std::string& model) {
+  return ordered_json{
+      {"model", model},
+      {"messages",
+       {{{"role", "system"}, {"content", "You are a careful coding assistant."}},
+        {{"role", "user"}, {"content", "Rename caf\u00e9 to cafe in main.py, \u65e5\u672c\u8a9e comments kept."}},
+        {{"role", "assistant"}, {"content", "Done: 2 lines changed.\n\n```diff\n-caf\u00e9 = 1\n+cafe = 1\n```"}},
+        {{"role", "user"}, {"content", "  Now run the tests\tplease.  "}}}}};
+}
+
+TokenTextOptions ChatDecodeOptions(const ChatRequest& req) {
+  TokenTextOptions o;
+  const auto& b = req.body;
+  if (auto it = b.find("stop"); it != b.end()) {
+    if (it->is_string()) o.stop.push_back(it->get<std::string>());
+    if (it->is_array()) {
+      for (const auto& s : *it) {
+        if (s.is_string()) o.stop.push_back(s.get<std::string>());
+      }
+    }
+  }
+  if (auto it = b.find("include_stop_str_in_output"); it != b.end() && it->is_boolean()) {
+    o.include_stop_str_in_output = it->get<bool>();
+  }
+  if (auto it = b.find("skip_special_tokens"); it != b.end() && it->is_boolean()) {
+    o.skip_special_tokens = it->get<bool>();
+  }
+  return o;
 }
 
 }  // namespace toktier::proxy

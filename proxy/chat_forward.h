@@ -19,9 +19,9 @@
 
 namespace toktier::proxy {
 
-enum class ChatForward { kText, kCompletions, kSglang, kDynamo };
+enum class ChatForward { kText, kCompletions, kSglang, kDynamo, kVllm };
 
-// The configuration's names: "text", "completions", "sglang", "dynamo";
+// The configuration's names: "text", "completions", "sglang", "dynamo", "vllm";
 // and "none", "hermes", "llama3_json", "deepseek_v3". False for any other.
 [[nodiscard]] bool ParseChatForward(std::string_view name, ChatForward* out);
 [[nodiscard]] bool ParseToolParser(std::string_view name, ToolCallFormat* out);
@@ -73,5 +73,15 @@ struct ChatForwardPlan {
   std::string tail;
 };
 ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req);
+
+// The conversation the compatibility guard renders and has the engine render
+// (vLLM: POST /tokenize with "messages"): a system prompt, a user turn with
+// non-ASCII text, an assistant answer and a second user turn, as a chat
+// request body for `model`.
+nlohmann::ordered_json ChatGuardCanary(const std::string& model);
+
+// How the proxy turns the IDs of a "vllm" answer back into text, from the
+// request's stop, include_stop_str_in_output and skip_special_tokens.
+TokenTextOptions ChatDecodeOptions(const ChatRequest& req);
 
 }  // namespace toktier::proxy

@@ -398,10 +398,26 @@ bool SetError(std::string* error, std::string message) {
 struct EngineChoice {
   int64_t index = 0;
   std::string text;
+  std::vector<uint32_t> token_ids;  // for an engine that answers in IDs
   std::optional<std::string> finish_reason;
 };
 
-bool ReadEngineChoice(const Json& choice, int64_t default_index, EngineChoice* out, std::string* error) {
+bool ReadTokenIds(const Json& choice, std::vector<uint32_t>* ids, std::string* error) {
+  ids->clear();
+  auto it = choice.find("token_ids");
+  if (it == choice.end() || it->is_null()) return true;
+  if (!it->is_array()) return SetError(error, "a choice's token_ids is not an array");
+  ids->reserve(it->size());
+  for (const Json& id : *it) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() > UINT32_MAX) {
+      return SetError(error, "a choice's token_ids holds something other than a token ID");
+    }
+    ids->push_back(static_cast<uint32_t>(id.get<uint64_t>()));
+  }
+  return true;
+}
+
+bool ReadEngineChoice(const Json& choice, int64_t default_index, bool ids, EngineChoice* out, std::string* error) {
   if (!choice.is_object()) return SetError(error, "a choice is not an object");
   out->index = default_index;
   if (auto index = choice.find("index"); index != choice.end()) {
@@ -409,7 +425,8 @@ bool ReadEngineChoice(const Json& choice, int64_t default_index, EngineChoice* o
     out->index = index->get<int64_t>();
   }
   out->text.clear();
-  if (auto text = choice.find("text"); text != choice.end() && !text->is_null()) {
+  if (ids && !ReadTokenIds(choice, &out->token_ids, error)) return false;
+  if (auto text = choice.find("text"); !ids && text != choice.end() && !text->is_null()) {
     if (!text->is_string()) return SetError(error, "a choice's text is not a string");
     out->text = text->get<std::string>();
   }
@@ -470,7 +487,14 @@ bool TranslateCompletion(std::string_view completion_json, const ChatTranslateOp
     Json& chat_choices = chat["choices"] = Json::array();
     for (size_t position = 0; position < choices->size(); ++position) {
       EngineChoice choice;
-      if (!ReadEngineChoice((*choices)[position], static_cast<int64_t>(position), &choice, error)) return false;
+      if (!ReadEngineChoice((*choices)[position], static_cast<int64_t>(position), options.decode_with != nullptr,
+                            &choice, error))
+        return false;
+      if (options.decode_with) {
+        TokenTextStream decoder(options.decode_with, options.decode);
+        if (!decoder.Feed(choice.token_ids, &choice.text)) return SetError(error, "a token ID outside the vocabulary");
+        decoder.Finish(&choice.text);
+      }
       ChoiceTextSplitter splitter(options);
       Pieces pieces;
       splitter.Feed(choice.text, &pieces);
@@ -507,8 +531,11 @@ bool TranslateCompletion(std::string_view completion_json, const ChatTranslateOp
 }
 
 struct ChatStreamTranslator::ChoiceStream {
-  explicit ChoiceStream(const ChatTranslateOptions& options) : splitter(options) {}
+  explicit ChoiceStream(const ChatTranslateOptions& options) : splitter(options) {
+    if (options.decode_with) decoder.emplace(options.decode_with, options.decode);
+  }
   ChoiceTextSplitter splitter;
+  std::optional<TokenTextStream> decoder;  // an engine that answers in IDs
   bool finished = false;  // its finish event went out (or it was flushed at the end)
   size_t tool_calls = 0;  // calls sent so far
 };
@@ -659,9 +686,13 @@ bool ChatStreamTranslator::HandleEngineEvent(const std::string& data, std::strin
     for (const Json& engine_choice : *choices) {
       EngineChoice choice;
       std::string error;
-      if (!ReadEngineChoice(engine_choice, 0, &choice, &error)) return Fail(error);
+      if (!ReadEngineChoice(engine_choice, 0, options_.decode_with != nullptr, &choice, &error)) return Fail(error);
       ChoiceStream& stream = StreamFor(choice.index, out);
       if (stream.finished) continue;  // text after the choice's finish_reason is not the client's
+      if (stream.decoder) {
+        if (!stream.decoder->Feed(choice.token_ids, &choice.text)) return Fail("a token ID outside the vocabulary");
+        if (choice.finish_reason) stream.decoder->Finish(&choice.text);
+      }
       Pieces pieces;
       stream.splitter.Feed(choice.text, &pieces);
       if (choice.finish_reason) stream.splitter.Finish(&pieces);
@@ -688,6 +719,11 @@ void ChatStreamTranslator::FlushUnfinished(std::string* out) {
   for (auto& [index, stream] : choices_) {
     if (stream->finished) continue;
     Pieces pieces;
+    if (stream->decoder) {
+      std::string rest;
+      stream->decoder->Finish(&rest);
+      stream->splitter.Feed(rest, &pieces);
+    }
     stream->splitter.Finish(&pieces);
     AppendPieces(options_, index, pieces, &stream->tool_calls, out);
     stream->finished = true;

@@ -1,5 +1,6 @@
-// Translating an engine's /v1/completions response (object "text_completion")
-// into the OpenAI /v1/chat/completions response: "chat.completion" for a
+// Translating an engine's /v1/completions response (object "text_completion"),
+// or vLLM's /inference/v1/generate response (token IDs, decoded here), into
+// the OpenAI /v1/chat/completions response: "chat.completion" for a
 // whole body, "chat.completion.chunk" SSE events for a stream. The proxy
 // renders a chat request into a prompt itself and sends token IDs to the
 // engine's completions endpoint; these functions answer the client in the
@@ -13,6 +14,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+
+#include "proxy/token_text.h"
 
 namespace toktier::proxy {
 
@@ -36,6 +39,11 @@ struct ChatTranslateOptions {
   // Without it such text is still split at "</think>", but a stream must
   // then hold everything back until "</think>" or the end decides.
   bool think_open_in_prompt = false;
+  // The engine answers in token IDs (chat_forward "vllm": vLLM's
+  // /inference/v1/generate): each choice's "token_ids" are decoded with this
+  // tokenizer and `decode` instead of reading its "text". Null: text.
+  std::shared_ptr<const core::Tokenizer> decode_with;
+  TokenTextOptions decode;
 };
 
 // Non-streaming: the engine's completion JSON -> the chat completion JSON.

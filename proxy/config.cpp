@@ -69,7 +69,7 @@ bool ParseModel(const json& j, ModelConfig* m, std::string* error) {
       !Get(j, "tool_parser", &m->tool_parser, error) || !Get(j, "reasoning", &m->reasoning, error))
     return false;
   if (!m->chat_forward.empty() && !ValidChatForward(m->chat_forward)) {
-    *error = "chat_forward must be \"text\", \"completions\", \"sglang\" or \"dynamo\"";
+    *error = "chat_forward must be \"text\", \"completions\", \"sglang\", \"dynamo\" or \"vllm\"";
     return false;
   }
   if (ToolCallFormat tools; !ParseToolParser(m->tool_parser, &tools)) {
@@ -166,7 +166,7 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
       !Get(j, "chat_forward", &c->chat_forward, error))
     return false;
   if (!ValidChatForward(c->chat_forward)) {
-    *error = "config: chat_forward must be \"text\", \"completions\", \"sglang\" or \"dynamo\"";
+    *error = "config: chat_forward must be \"text\", \"completions\", \"sglang\", \"dynamo\" or \"vllm\"";
     return false;
   }
   if (port < 0 || port > 65535) {
@@ -210,7 +210,9 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
         !Get(*it, "ttl_seconds", &c->ttl_seconds, error) ||
         !Get(*it, "write_queue_capacity", &c->write_queue_capacity, error) ||
         !Get(*it, "allow_memory_only_fallback", &c->allow_memory_only_fallback, error) ||
-        !Get(*it, "chunk_bytes", &c->chunk_bytes, error))
+        !Get(*it, "chunk_bytes", &c->chunk_bytes, error) ||
+        !Get(*it, "rocksdb_write_buffer_bytes", &c->rocksdb_write_buffer_bytes, error) ||
+        !Get(*it, "rocksdb_block_cache_bytes", &c->rocksdb_block_cache_bytes, error))
       return false;
   }
   return true;
@@ -253,7 +255,7 @@ bool ApplyConfigEnv(Config* c, std::string* error) {
   if (const char* v = env("TOKTIER_SHADOW_SAMPLE_RATE")) c->shadow_sample_rate = std::atof(v);
   if (const char* v = env("TOKTIER_CHAT_FORWARD")) {
     if (!ValidChatForward(v)) {
-      *error = "TOKTIER_CHAT_FORWARD: expected text|completions|sglang|dynamo";
+      *error = "TOKTIER_CHAT_FORWARD: expected text|completions|sglang|dynamo|vllm";
       return false;
     }
     c->chat_forward = v;
@@ -280,7 +282,7 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   app.add_option("--shadow-sample-rate", shadow, "fraction of requests re-verified from scratch");
   std::string chat_forward;
   app.add_option("--chat-forward", chat_forward,
-                 "text|completions|sglang|dynamo: how /v1/chat/completions reaches the engine (docs/chat.md)");
+                 "text|completions|sglang|dynamo|vllm: how /v1/chat/completions reaches the engine (docs/chat.md)");
   bool check_only = false;
   app.add_flag("--check-config", check_only,
                "load and validate the configuration (tokenizer files included), print it, exit 0 (valid) or 2");
@@ -328,7 +330,7 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   if (shadow >= 0) config->shadow_sample_rate = shadow;
   if (!chat_forward.empty()) {
     if (!ValidChatForward(chat_forward)) {
-      std::fprintf(stderr, "toktier serve: --chat-forward expects text|completions|sglang|dynamo\n");
+      std::fprintf(stderr, "toktier serve: --chat-forward expects text|completions|sglang|dynamo|vllm\n");
       return 2;
     }
     config->chat_forward = chat_forward;

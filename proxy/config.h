@@ -22,7 +22,9 @@ struct ModelConfig {
   // "completions" renders the chat template, forwards "prompt": [ids] to the
   // engine's /v1/completions and translates the answer back to the chat
   // format; "sglang" adds "input_ids" to the chat request; "dynamo" adds
-  // "nvext.token_data". "" = the global chat_forward (default "text").
+  // "nvext.token_data"; "vllm" sends the IDs to vLLM's tokens-in/tokens-out
+  // POST /inference/v1/generate and decodes the answer's IDs back to chat.
+  // "" = the global chat_forward (default "text").
   std::string chat_forward;
   // The tokenizer_config.json with the chat template, bos/eos. "" = the one
   // next to `tokenizer`, when it exists.
@@ -92,6 +94,8 @@ struct Config {
   size_t write_queue_capacity = 4096;
   bool allow_memory_only_fallback = true;
   size_t chunk_bytes = 64 * 1024;
+  size_t rocksdb_write_buffer_bytes = size_t{64} << 20;
+  size_t rocksdb_block_cache_bytes = size_t{32} << 20;
 
   bool log_requests = false;
 

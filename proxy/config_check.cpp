@@ -87,7 +87,9 @@ std::string ConfigToJson(const Config& c) {
         {"ttl_seconds", c.ttl_seconds},
         {"write_queue_capacity", c.write_queue_capacity},
         {"allow_memory_only_fallback", c.allow_memory_only_fallback},
-        {"chunk_bytes", c.chunk_bytes}}},
+        {"chunk_bytes", c.chunk_bytes},
+        {"rocksdb_write_buffer_bytes", c.rocksdb_write_buffer_bytes},
+        {"rocksdb_block_cache_bytes", c.rocksdb_block_cache_bytes}}},
       {"log_requests", c.log_requests},
   };
   return j.dump(2);
@@ -122,6 +124,8 @@ bool CheckConfig(const Config& c, std::string* summary, std::string* error) {
       {"store.ttl_seconds", c.ttl_seconds},
       {"store.write_queue_capacity", static_cast<long long>(c.write_queue_capacity)},
       {"store.chunk_bytes", static_cast<long long>(c.chunk_bytes)},
+      {"store.rocksdb_write_buffer_bytes", static_cast<long long>(c.rocksdb_write_buffer_bytes)},
+      {"store.rocksdb_block_cache_bytes", static_cast<long long>(c.rocksdb_block_cache_bytes)},
   };
   for (const auto& p : positives) {
     if (p.value <= 0) {

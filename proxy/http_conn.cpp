@@ -86,6 +86,7 @@ void HttpConn::StartRequest() {
   chat_translate_.reset();
   chat_stream_tr_.reset();
   translating_ = false;
+  head_deferred_ = false;
   std::string().swap(tr_in_);
   std::string().swap(tr_out_);
   endpoint_ = "local";

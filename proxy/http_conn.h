@@ -148,11 +148,17 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   std::optional<ChatTranslateOptions> chat_translate_;
   bool chat_stream_ = false;
   bool translating_ = false;  // this response (200) is being translated
+  // A whole (not streamed) answer being translated: its head goes out with
+  // the translated body, so a failure before then is still an error status.
+  bool head_deferred_ = false;
   std::unique_ptr<ChatStreamTranslator> chat_stream_tr_;
   std::string tr_in_, tr_out_;
   // The relay's next piece for the client when translating: tr_out_ (false:
-  // the answer is malformed, logged and counted; the response is cut off).
+  // the answer is malformed, logged and counted).
   bool TranslateRelayed(std::string_view bytes, bool last);
+  // A relay that cannot go on: a 502/504 while nothing went out to the
+  // client (a deferred head), else the response is cut off (`outcome`).
+  void RelayFailed(std::string_view outcome, bool timeout);
 };
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);

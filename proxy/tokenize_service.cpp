@@ -101,6 +101,12 @@ bool TokenizeService::Init(std::string* error) {
       *error = "model " + mc.name + ": " + err;
       return false;
     }
+    if (chat->mode == ChatForward::kVllm && !m->tokenizer->DecodesByConcatenation()) {
+      // Its answers are token IDs, which only such vocabularies turn back
+      // into text exactly here.
+      *error = "model " + mc.name + ": chat_forward vllm needs a byte-level (ByteLevel decoder) or tiktoken vocabulary";
+      return false;
+    }
     m->chat = std::move(chat);
     by_name_[mc.name] = m.get();
     for (const auto& a : mc.aliases) by_name_.emplace(a, m.get());
@@ -115,6 +121,8 @@ bool TokenizeService::Init(std::string* error) {
     so.write_queue_capacity = config_.write_queue_capacity;
     so.allow_memory_only_fallback = config_.allow_memory_only_fallback;
     so.chunk_bytes = config_.chunk_bytes;
+    so.rocksdb_write_buffer_bytes = config_.rocksdb_write_buffer_bytes;
+    so.rocksdb_block_cache_bytes = config_.rocksdb_block_cache_bytes;
     store::StoreStatus st;
     store_ = store::StateStore::Open(so, &st);
     if (!store_) {
@@ -777,6 +785,10 @@ void TokenizeService::UpdateGauges() {
   metrics_->gauge(Id::kStoreDiskBytes).Set(static_cast<double>(s.disk_bytes));
   metrics_->gauge(Id::kStoreMemoryOnly).Set(s.memory_only ? 1 : 0);
   metrics_->gauge(Id::kStoreWriteQueueDepth).Set(static_cast<double>(s.write_queue_depth));
+  metrics_->gauge(Id::kStoreOverheadBytes, {"block_cache"}).Set(static_cast<double>(s.rocksdb_block_cache_bytes));
+  metrics_->gauge(Id::kStoreOverheadBytes, {"memtables"}).Set(static_cast<double>(s.rocksdb_memtable_bytes));
+  metrics_->gauge(Id::kStoreOverheadBytes, {"table_readers"}).Set(static_cast<double>(s.rocksdb_table_reader_bytes));
+  metrics_->gauge(Id::kStoreOverheadBytes, {"write_queue"}).Set(static_cast<double>(s.write_queue_bytes));
   metrics_->SyncCounter(Id::kStoreBytesWritten, static_cast<double>(s.bytes_written));
   metrics_->SyncCounter(Id::kStoreCorrupt, static_cast<double>(s.corrupt));
   metrics_->SyncCounter(Id::kStoreEvictions, static_cast<double>(s.evictions));

@@ -207,6 +207,13 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
   res.keep_alive(keep_alive_);
   relay_.reset(new char[kRelayBuffer]);
   sr_.emplace(res);
+  if (translating_ && !chat_stream_) {
+    // The whole answer is read and translated before anything goes out (it
+    // has to be whole to be translated): a failure is then a 502, not a
+    // 200 cut off.
+    head_deferred_ = true;
+    return RelayRead();
+  }
   stream_.expires_after(std::chrono::milliseconds(cfg().backend_timeout_ms));
   http::async_write_header(stream_, *sr_, beast::bind_front_handler(&HttpConn::OnClientWrite, shared_from_this()));
 }
@@ -218,7 +225,7 @@ void HttpConn::RelayRead() {
     body.size = 0;
     body.more = false;
     if (translating_) {
-      if (!TranslateRelayed({}, /*last=*/true)) return Abort("backend_truncated");
+      if (!TranslateRelayed({}, /*last=*/true)) return RelayFailed("backend_truncated", false);
       if (!tr_out_.empty()) {
         body.data = tr_out_.data();
         body.size = tr_out_.size();
@@ -241,10 +248,10 @@ void HttpConn::OnRelayRead(error_code ec, size_t) {
     // cut off (its connection closed). Not a backend error status.
     if (ec == beast::error::timeout) {
       m().counter(metrics::Id::kBackendRequests, {"timeout"}).Inc();
-      return Abort("backend_timeout");
+      return RelayFailed("backend_timeout", true);
     }
     m().counter(metrics::Id::kBackendRequests, {IsParseError(ec) ? "bad_response" : "io_error"}).Inc();
-    return Abort("backend_truncated");
+    return RelayFailed("backend_truncated", false);
   }
   auto& body = up_parser_->get().body();
   size_t n = kRelayBuffer - body.size;
@@ -252,7 +259,9 @@ void HttpConn::OnRelayRead(error_code ec, size_t) {
   body.size = n;
   body.more = !up_parser_->is_done();
   if (translating_) {
-    if (!TranslateRelayed(std::string_view(relay_.get(), n), /*last=*/!body.more)) return Abort("backend_truncated");
+    if (!TranslateRelayed(std::string_view(relay_.get(), n), /*last=*/!body.more)) {
+      return RelayFailed("backend_truncated", false);
+    }
     body.data = tr_out_.data();
     n = body.size = tr_out_.size();
   }
@@ -311,6 +320,18 @@ void HttpConn::FinishRelay() {
   fwd_ = ForwardBody();
   if (!keep_alive_) return DoClose();
   AfterWatch([this] { DoRead(); });
+}
+
+void HttpConn::RelayFailed(std::string_view outcome, bool timeout) {
+  if (!head_deferred_) return Abort(outcome);
+  head_deferred_ = false;
+  sr_.reset();
+  if (timeout) {
+    return SendError(status::gateway_timeout, "The backend engine did not finish its answer in time.", "timeout", "",
+                     endpoint_, "gateway_timeout", false);
+  }
+  SendError(status::bad_gateway, "The backend engine's answer was cut off or could not be translated to the chat format.",
+            "server_error", "", endpoint_, "bad_gateway", false);
 }
 
 void HttpConn::Abort(std::string_view outcome) {

@@ -5,7 +5,9 @@
 #include <rocksdb/db.h>
 #include <rocksdb/iterator.h>
 #include <rocksdb/options.h>
+#include <rocksdb/cache.h>
 #include <rocksdb/statistics.h>
+#include <rocksdb/table.h>
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -88,7 +90,11 @@ class StoreImpl final : public StateStore {
     rocksdb::Options o;
     o.create_if_missing = true;
     o.max_background_jobs = 2;
-    o.write_buffer_size = 64 << 20;
+    o.write_buffer_size = opt_.rocksdb_write_buffer_bytes;
+    o.max_write_buffer_number = 2;
+    rocksdb::BlockBasedTableOptions table;
+    table.block_cache = rocksdb::NewLRUCache(opt_.rocksdb_block_cache_bytes);
+    o.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
     o.keep_log_file_num = 3;
     o.max_log_file_size = 8 << 20;
     auto supported = rocksdb::GetSupportedCompressions();
@@ -181,6 +187,7 @@ class StoreImpl final : public StateStore {
       s.live_states = entries_.size();
       s.memory_bytes = memory_bytes_;
       s.write_queue_depth = queue_.size();
+      s.write_queue_bytes = queue_bytes_;
     }
     s.memory_only = !db_;
     if (db_) {
@@ -188,6 +195,12 @@ class StoreImpl final : public StateStore {
       db_->GetIntProperty("rocksdb.estimate-live-data-size", &live);
       db_->GetIntProperty("rocksdb.cur-size-all-mem-tables", &mem);
       s.disk_bytes = live + mem;
+      uint64_t cache = 0, readers = 0;
+      db_->GetIntProperty("rocksdb.block-cache-usage", &cache);
+      db_->GetIntProperty("rocksdb.estimate-table-readers-mem", &readers);
+      s.rocksdb_memtable_bytes = mem;
+      s.rocksdb_block_cache_bytes = cache;
+      s.rocksdb_table_reader_bytes = readers;
       s.rocksdb_wal_bytes = stats_->getTickerCount(rocksdb::WAL_FILE_BYTES);
       s.rocksdb_sst_write_bytes =
           stats_->getTickerCount(rocksdb::FLUSH_WRITE_BYTES) + stats_->getTickerCount(rocksdb::COMPACT_WRITE_BYTES);

@@ -52,6 +52,11 @@ struct StoreOptions {
   // the steady clock. 0 disables the periodic sweep (SweepExpired() still
   // works). Default 5 minutes.
   std::chrono::seconds sweep_interval{300};
+  // (added) RocksDB's write buffer (one memtable) in bytes; at most two are
+  // held (one filling, one flushing). Default 64 MiB.
+  size_t rocksdb_write_buffer_bytes = size_t{64} << 20;
+  // (added) RocksDB's block cache (LRU) in bytes. Default 32 MiB.
+  size_t rocksdb_block_cache_bytes = size_t{32} << 20;
 };
 
 class [[nodiscard]] StoreStatus {
@@ -100,6 +105,13 @@ struct StoreStats {
   // and SST bytes written by flushes and compactions. bytes_written above is
   // what the store hands to RocksDB; these show RocksDB's amplification.
   uint64_t rocksdb_wal_bytes = 0, rocksdb_sst_write_bytes = 0;
+  // (added) Memory the store holds outside memory_budget_bytes: RocksDB's
+  // memtables (up to two write buffers), its block cache and table readers
+  // (index and filter blocks), and the encoded deltas in the write-behind
+  // queue. They are bounded by StoreOptions, not by the budget; the soak
+  // attributes the proxy's RSS with them (docs/security.md).
+  uint64_t rocksdb_memtable_bytes = 0, rocksdb_block_cache_bytes = 0, rocksdb_table_reader_bytes = 0;
+  uint64_t write_queue_bytes = 0;
   // Note: `misses` counts lookups that found no state at all; a lookup is
   // counted exactly once, so lookups = memory_hits + disk_hits + misses +
   // expired + corrupt + version_stale.

@@ -163,7 +163,8 @@ run_sanitized() {
   cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address >/dev/null
   cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store \
     fuzz_hf_loader fuzz_encode_paths fuzz_session_file fuzz_completion_request fuzz_repair_edits \
-    fuzz_http_request fuzz_backend_response fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response
+    fuzz_http_request fuzz_backend_response fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response \
+    fuzz_generate_response
   (cd "$asan" &&
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
     LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \

@@ -15,7 +15,8 @@ shift || true
 TARGETS=("$@")
 if ((${#TARGETS[@]} == 0)); then
   TARGETS=(fuzz_http_request fuzz_backend_response fuzz_completion_request fuzz_session_file fuzz_hf_loader
-           fuzz_repair_edits fuzz_encode_paths fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response)
+           fuzz_repair_edits fuzz_encode_paths fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response
+           fuzz_generate_response)
 fi
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTOKTIER_LIBFUZZER=ON >/dev/null
@@ -41,6 +42,7 @@ for t in "${TARGETS[@]}"; do
     fuzz_chat_template) seeds=("$ROOT"/tests/fuzz/seeds/chat_template.jinja) ;;
     fuzz_chat_request) seeds=("$ROOT"/tests/fuzz/seeds/chat_request.json) ;;
     fuzz_chat_response) seeds=("$ROOT"/tests/fuzz/seeds/chat_response*.txt) ;;
+    fuzz_generate_response) seeds=("$ROOT"/tests/fuzz/seeds/generate_response*.txt) ;;
   esac
   for s in "${seeds[@]}"; do cp -n "$s" "$corpus/" 2>/dev/null || true; done
   log="$BUILD/artifacts/$t.log"

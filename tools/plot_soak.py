@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Draws a soak run (toktier_loadgen --soak ... --soak-csv FILE) as an SVG:
-the proxy's RSS over time on top, each window's P50 and P99 below.
+the proxy's RSS over time on top (with the memory it reports: the budgeted
+parts, and those plus the store's memtables, caches and write queue), each
+window's P50 and P99 below.
 
     tools/plot_soak.py SOAK.csv OUT.svg [--title TEXT]
 
@@ -80,8 +82,15 @@ def main():
            f'{float(rows[0]["rate"]):g} req/s, {errors} errors or drops, '
            f'{len(rows)} windows</text>']
     xmax = nice_max(max(t))
-    panel(out, left, top + 10, pw, ph, t, [("RSS", rss, "#1f77b4", None)], xmax, nice_max(max(rss) * 1.1),
-          "proxy RSS (MiB)")
+    mem_series = [("RSS", rss, "#1f77b4", None)]
+    if rows and "budgeted_mib" in rows[0]:
+        # What the proxy reports at /metrics: the budgeted parts, and those
+        # plus what the store holds outside the budget (memtables, caches).
+        budgeted = [float(r["budgeted_mib"]) for r in rows]
+        reported = [float(r["budgeted_mib"]) + float(r["memtables_mib"]) + float(r["block_cache_mib"]) +
+                    float(r["table_readers_mib"]) + float(r["write_queue_mib"]) for r in rows]
+        mem_series += [("budgeted", budgeted, "#9467bd", "4,3"), ("+ store overhead", reported, "#8c564b", "2,2")]
+    panel(out, left, top + 10, pw, ph, t, mem_series, xmax, nice_max(max(rss) * 1.1), "proxy memory (MiB)")
     panel(out, left, top + ph + 70, pw, ph, t,
           [("P99", p99, "#d62728", None), ("P50", p50, "#2ca02c", "4,3")],
           xmax, nice_max(max(max(p99), 50) * 1.1), "latency per window (ms)", hline=(50, "P99 limit 50 ms"))

@@ -17,6 +17,11 @@
 // tiktoken -> encode(text, "all") (special-token strings become special
 // tokens), false -> encode_ordinary(text). A line without the field uses the
 // --add-special-tokens flag.
+//   node tools/ref_encode.js --tokenizer PATH [--encoding NAME] --decode
+//       < JSONL of {"ids": [...], "skip_special_tokens": bool}
+//       > one JSON string per input line: the reference decoding (HF
+//         Tokenizer.decode; tiktoken decode, its bytes read as UTF-8 with
+//         U+FFFD for invalid sequences)
 // Other options: --batch N (texts per HF encodeBatch call, default 256),
 // --ids-out FILE (bench mode: also write the IDs of one run as a JSON array),
 // --threads N (HF rayon threads in stream mode; default 1 in bench mode).
@@ -76,6 +81,7 @@ function loadEncoder() {
         const encs = await tok.encodeBatch(texts, { addSpecialTokens: addSpecial });
         return encs.map((e) => e.getIds());
       },
+      decode: (ids, skipSpecial) => tok.decode(ids, skipSpecial),
     };
   }
   const { Tiktoken } = requireFrom('tiktoken');
@@ -94,6 +100,12 @@ function loadEncoder() {
     impl: 'tiktoken-wasm',
     encodeOne: async (text, addSpecial) => enc1(text, addSpecial),
     encodeMany: async (texts, addSpecial) => texts.map((x) => enc1(x, addSpecial)),
+    // tiktoken has no skip-special option: special IDs are dropped first.
+    decode: async (ids, skipSpecial) => {
+      const special = new Set(Object.values(specials));
+      const kept = skipSpecial ? ids.filter((id) => !special.has(id)) : ids;
+      return new TextDecoder('utf-8').decode(t.decode(Uint32Array.from(kept)));
+    },
   };
 }
 
@@ -183,7 +195,23 @@ async function stream(enc) {
   await flushOut();
 }
 
+// ---------------------------------------------------------------- decode
+async function decodeStream(enc) {
+  const rl = require('readline').createInterface({ input: process.stdin, crlfDelay: Infinity });
+  let lineNo = 0;
+  for await (const line of rl) {
+    lineNo++;
+    if (line === '') continue;
+    let obj;
+    try { obj = JSON.parse(line); } catch (e) { die(`line ${lineNo}: invalid JSON: ${e.message}`); }
+    if (!Array.isArray(obj.ids)) die(`line ${lineNo}: no "ids" array`);
+    const text = await enc.decode(obj.ids, obj.skip_special_tokens === true);
+    process.stdout.write(JSON.stringify(text) + '\n');
+  }
+}
+
 (async () => {
   const enc = loadEncoder();
-  if (benchFile) await bench(enc); else await stream(enc);
+  if (flag('--decode')) await decodeStream(enc);
+  else if (benchFile) await bench(enc); else await stream(enc);
 })().catch((e) => { die(e && e.stack ? e.stack : String(e)); });

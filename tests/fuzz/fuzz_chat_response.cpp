@@ -10,40 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fuzz_support.h"
+#include "chat_stream_fuzz.h"
 #include "proxy/chat_response.h"
 
-using toktier::proxy::ChatStreamTranslator;
 using toktier::proxy::ChatTranslateOptions;
 using toktier::proxy::ToolCallFormat;
 
 namespace {
 
 void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_chat_response", what); }
-
-void CheckEvents(const std::string& out) {
-  size_t pos = 0;
-  while (pos < out.size()) {
-    size_t end = out.find("\n\n", pos);
-    Check(end != std::string::npos, "an event ends in a blank line");
-    std::string_view ev(out.data() + pos, end - pos);
-    Check(ev.substr(0, 6) == "data: ", "an event is a data line");
-    ev.remove_prefix(6);
-    if (ev != "[DONE]") {
-      auto j = nlohmann::json::parse(ev, nullptr, false);
-      Check(j.is_object(), "an event is a JSON object");
-    }
-    pos = end + 2;
-  }
-}
-
-bool Stream(const ChatTranslateOptions& o, std::string_view body, size_t step, std::string* out) {
-  ChatStreamTranslator tr(o);
-  for (size_t at = 0; at < body.size(); at += step) {
-    if (!tr.Feed(body.substr(at, step), out)) return false;
-  }
-  return tr.Finish(out);
-}
 
 }  // namespace
 
@@ -67,12 +42,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(j["choices"].is_array(), "a translated body has choices");
   }
   std::string whole, pieces;
-  const bool ok_whole = Stream(o, body, body.size() + 1, &whole);
-  const bool ok_pieces = Stream(o, body, 1 + (knobs >> 4), &pieces);
+  const bool ok_whole = toktier::fuzz::TranslateStream(o, body, body.size() + 1, &whole);
+  const bool ok_pieces = toktier::fuzz::TranslateStream(o, body, 1 + (knobs >> 4), &pieces);
   Check(ok_whole == ok_pieces, "a stream fails or not whatever its cuts");
   if (ok_whole) {
-    CheckEvents(whole);
-    CheckEvents(pieces);
+    toktier::fuzz::CheckChatEvents(whole, "fuzz_chat_response");
+    toktier::fuzz::CheckChatEvents(pieces, "fuzz_chat_response");
   }
   return 0;
 }

@@ -31,6 +31,8 @@ struct MockEngine::Impl {
   Clock::time_point first_event, last_event;
   std::vector<std::pair<std::string, std::string>> response_headers;
   std::string completion_text, completion_finish;  // "" = the fixed OkBody
+  std::vector<uint32_t> generate_ids;
+  std::string generate_finish = "length";
 
   void Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock);
 };
@@ -97,6 +99,12 @@ Clock::time_point MockEngine::first_event_time() const {
 void MockEngine::SetResponseHeaders(std::vector<std::pair<std::string, std::string>> headers) {
   std::lock_guard<std::mutex> lock(impl_->mu);
   impl_->response_headers = std::move(headers);
+}
+
+void MockEngine::SetGenerateIds(std::vector<uint32_t> ids, std::string finish_reason) {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->generate_ids = std::move(ids);
+  impl_->generate_finish = std::move(finish_reason);
 }
 
 void MockEngine::SetCompletionText(std::string text, std::string finish_reason) {
@@ -188,9 +196,11 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
       respond(e->healthy ? http::status::ok : http::status::service_unavailable, "text/plain", "");
     } else if (path == "/tokenize") {
       std::function<std::vector<uint32_t>(const std::string&, bool)> fn;
+      std::function<std::vector<uint32_t>(const std::string&)> chat_fn;
       {
         std::lock_guard<std::mutex> lock(e->tokenize_mu);
         fn = e->tokenize;
+        chat_fn = e->tokenize_chat;
       }
       if (!fn) {
         respond(http::status::not_found, "application/json", R"({"detail":"Not Found"})");
@@ -198,9 +208,66 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
         auto j = nlohmann::json::parse(req.body(), nullptr, false);
         std::string prompt = j.is_object() && j.contains("prompt") && j["prompt"].is_string() ? j["prompt"].get<std::string>() : "";
         bool add = !(j.is_object() && j.contains("add_special_tokens") && j["add_special_tokens"] == false);
-        auto ids = fn(prompt, add);
+        const bool chat = j.is_object() && j.contains("messages");
+        auto ids = chat && chat_fn ? chat_fn(req.body()) : fn(prompt, add);
         nlohmann::json out = {{"count", ids.size()}, {"max_model_len", 131072}, {"tokens", ids}};
         respond(http::status::ok, "application/json", out.dump());
+      }
+    } else if (path == "/inference/v1/generate") {
+      std::vector<uint32_t> ids;
+      std::string finish;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ids = generate_ids;
+        finish = generate_finish;
+      }
+      auto j = nlohmann::json::parse(req.body(), nullptr, false);
+      if (!j.is_object() || !j.contains("token_ids") || !j["token_ids"].is_array() ||
+          !j.contains("sampling_params") || !j["sampling_params"].is_object()) {
+        respond(http::status::bad_request, "application/json",
+                R"({"error":{"message":"token_ids and sampling_params are required","type":"BadRequestError","param":null,"code":400}})");
+      } else {
+        const size_t prompt_tokens = j["token_ids"].size();
+        nlohmann::json usage = {{"prompt_tokens", prompt_tokens},
+                                {"completion_tokens", ids.size()},
+                                {"total_tokens", prompt_tokens + ids.size()}};
+        auto choice = [](const std::vector<uint32_t>& t, const nlohmann::json& f) {
+          return nlohmann::json{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", f}, {"token_ids", t}};
+        };
+        if (j.value("stream", false)) {
+          std::string out =
+              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+          auto event = [&out](const std::string& data) {
+            std::string ev = "data: " + data + "\n\n";
+            char size[32];
+            std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
+            out += size + ev + "\r\n";
+          };
+          for (size_t at = 0; at < ids.size(); at += 2) {
+            std::vector<uint32_t> part(ids.begin() + at, ids.begin() + std::min(at + 2, ids.size()));
+            const bool last = at + 2 >= ids.size();
+            event(nlohmann::json{{"request_id", "generate-tokens-mock"},
+                                 {"choices", {choice(part, last ? nlohmann::json(finish) : nlohmann::json())}}}
+                      .dump());
+          }
+          auto so = j.find("stream_options");
+          if (so != j.end() && so->is_object() && so->value("include_usage", false)) {
+            event(nlohmann::json{{"request_id", "generate-tokens-mock"}, {"choices", nlohmann::json::array()},
+                                 {"usage", usage}}
+                      .dump());
+          }
+          event("[DONE]");
+          out += "0\r\n\r\n";
+          asio::write(*sock, asio::buffer(out), ec);
+        } else {
+          respond(http::status::ok, "application/json",
+                  nlohmann::json{{"request_id", "generate-tokens-mock"},
+                                 {"choices", {choice(ids, finish)}},
+                                 {"usage", usage},
+                                 {"prompt_logprobs", nullptr},
+                                 {"kv_transfer_params", nullptr}}
+                      .dump());
+        }
       }
     } else if (path == "/v1/completions" || path == "/v1/chat/completions") {
       MockMode mode = e->mode.load();

@@ -69,8 +69,17 @@ class MockEngine {
   // kOk: answer with a completions body of this text and finish_reason
   // ("" = the fixed body whose text is "ok").
   void SetCompletionText(std::string text, std::string finish_reason = "stop");
+  // vLLM's POST /inference/v1/generate (tokens in, tokens out): answers
+  // these IDs, as one body or (stream) two IDs an event, the finish_reason
+  // on the last, a usage event when stream_options.include_usage, [DONE].
+  // Default: no IDs, finish_reason "length".
+  void SetGenerateIds(std::vector<uint32_t> ids, std::string finish_reason = "stop");
   // /tokenize: nullptr -> 404 (not offered).
   std::function<std::vector<uint32_t>(const std::string& prompt, bool add_special)> tokenize;
+  // /tokenize with "messages" (vLLM renders the chat template): the whole
+  // request JSON in, the IDs out. nullptr: "messages" is ignored (the prompt
+  // is empty), as an engine without chat tokenization does.
+  std::function<std::vector<uint32_t>(const std::string& request_json)> tokenize_chat;
   std::mutex tokenize_mu;
 
   // Observations (only while recording; the load generator records only

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "http_client.h"
 #include "mock_engine.h"
@@ -81,6 +82,18 @@ inline std::string CompletionBody(const std::string& model, const std::string& p
   std::string s = j.dump();
   if (!extra.empty()) s.insert(s.size() - 1, "," + extra);
   return s;
+}
+
+// The data of each SSE event of a response body, in order ("[DONE]" too).
+inline std::vector<std::string> SseData(const std::string& body) {
+  std::vector<std::string> out;
+  for (size_t pos = 0; (pos = body.find("data: ", pos)) != std::string::npos;) {
+    size_t end = body.find("\n\n", pos);
+    if (end == std::string::npos) end = body.size();
+    out.push_back(body.substr(pos + 6, end - pos - 6));
+    pos = end;
+  }
+  return out;
 }
 
 // POST /v1/completions as raw bytes, for tests that write to the socket

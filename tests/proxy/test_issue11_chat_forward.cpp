@@ -53,10 +53,12 @@ std::vector<uint32_t> ForwardedIds(const std::string& mode, const MockRequest& r
   json b = json::parse(r.body);
   if (mode == "completions") return IdsOf(b["prompt"]);
   if (mode == "sglang") return IdsOf(b["input_ids"]);
+  if (mode == "vllm") return IdsOf(b["token_ids"]);
   return IdsOf(b["nvext"]["token_data"]);
 }
 
 std::string ExpectedTarget(const std::string& mode) {
+  if (mode == "vllm") return "/inference/v1/generate";
   return mode == "completions" ? "/v1/completions" : "/v1/chat/completions";
 }
 
@@ -122,7 +124,7 @@ TEST_CASE("issue 11: every turn of replayed conversations reaches the engine as 
   REQUIRE(ref_ids.has_value());
   REQUIRE(ref_ids->size() == turns);
 
-  for (const std::string mode : {"completions", "sglang", "dynamo"}) {
+  for (const std::string mode : {"completions", "sglang", "dynamo", "vllm"}) {
     MockEngine engine;
     Proxy p(ChatConfig(engine, mode));
     HttpClient client(p.port());
@@ -149,6 +151,18 @@ TEST_CASE("issue 11: every turn of replayed conversations reaches the engine as 
           CHECK(ans["choices"][0]["message"]["role"] == "assistant");
           CHECK(ans["choices"][0]["message"]["content"] == "ok");
           CHECK(ans["choices"][0]["finish_reason"] == "length");
+        } else if (mode == "vllm") {
+          // Tokens in, tokens out: the sampling parameters in their object;
+          // the mock's answer (no IDs, "length") comes back as chat.
+          CHECK(fwd["sampling_params"]["max_tokens"] == 8);
+          CHECK(fwd["sampling_params"]["temperature"] == 0);
+          CHECK(fwd["model"] == "qwen3");
+          CHECK(fwd["stream"] == false);
+          CHECK(!fwd.contains("messages"));
+          json ans = json::parse(r.body);
+          CHECK(ans["object"] == "chat.completion");
+          CHECK(ans["choices"][0]["message"]["content"] == "");
+          CHECK(ans["choices"][0]["finish_reason"] == "length");
         } else {
           CHECK(fwd["messages"] == json::parse(req.dump())["messages"]);  // kept for stop words and tools
         }
@@ -162,7 +176,7 @@ TEST_CASE("issue 11: every turn of replayed conversations reaches the engine as 
           0);
     CHECK(MetricValue(metrics, R"(toktier_requests_total{endpoint="chat",outcome="ok"})") == static_cast<double>(k));
   }
-  MESSAGE(turns << " turns x 3 modes, every one equal to the reference");
+  MESSAGE(turns << " turns x 4 modes, every one equal to the reference");
 }
 
 TEST_CASE("issue 11: completions-mode answers translate back to chat (tool calls, reasoning, streaming) and parse "
@@ -198,11 +212,7 @@ TEST_CASE("issue 11: completions-mode answers translate back to chat (tool calls
   std::string content;
   int chunks = 0;
   bool done = false, role = false;
-  size_t pos = 0;
-  while ((pos = s.body.find("data: ", pos)) != std::string::npos) {
-    size_t end = s.body.find("\n\n", pos);
-    std::string ev = s.body.substr(pos + 6, end - pos - 6);
-    pos = end;
+  for (const std::string& ev : SseData(s.body)) {
     if (ev == "[DONE]") {
       done = true;
       continue;
