@@ -310,18 +310,17 @@ namespace {
 
 enum class EngineIds { kOk, kNoVerdict, kUnavailable };
 
-// The IDs of a backend's POST /tokenize answer to `request`: kNoVerdict when
+// The IDs of a backend's POST /tokenize answer to `request` (JSON): kNoVerdict when
 // this process could not send it (out of descriptors), kUnavailable when the
 // backend has no such endpoint, rejects the request or answers something
 // else (an empty list included: an engine that ignores "messages" tokenizes
 // nothing, which is no verdict on its rendering).
-EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, const nlohmann::json& request, size_t max_header_bytes,
+EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, const std::string& request, size_t max_header_bytes,
                          std::vector<uint32_t>* ids) {
   int status = 0;
   std::string body;
   bool local = false;
-  if (!SyncRequest(ioc, b, http::verb::post, "/tokenize", request.dump(), 5000, max_header_bytes, &status, &body,
-                   &local) ||
+  if (!SyncRequest(ioc, b, http::verb::post, "/tokenize", request, 5000, max_header_bytes, &status, &body, &local) ||
       status != 200) {
     return local ? EngineIds::kNoVerdict : EngineIds::kUnavailable;
   }
@@ -365,13 +364,30 @@ void Backends::GuardRoundOrThrow() {
       }
       metrics_->gauge(metrics::Id::kGuardTextMode, {m->config.name}).Set(1);
     };
+    // The chat template too, where the model renders chat itself: the
+    // engine's own rendering of a canary conversation (vLLM: /tokenize with
+    // "messages") must give the IDs ours does. Rendered once per round.
+    std::string chat_request;
+    std::vector<uint32_t> chat_ids;
+    if (m->chat && m->chat->mode != ChatForward::kText) {
+      ChatRequest chat;
+      chat.body = ChatGuardCanary(m->config.name);
+      chat.model = m->config.name;
+      std::string prompt;
+      if (RenderChatPrompt(*m->chat, chat, UnixSeconds(), &prompt).ok()) {
+        m->tokenizer->Encode(prompt, false, chat_ids);
+        chat.body["add_generation_prompt"] = true;
+        chat.body["add_special_tokens"] = false;
+        chat_request = chat.body.dump();
+      }
+    }
     for (Backend* b : pool) {
       if (!b->healthy) continue;
       std::vector<uint32_t> theirs, ours;
       bool compared_all = true;
       for (std::string_view canary : canaries) {
         nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
-        EngineIds got = FetchEngineIds(checker_io_->ioc, *b, req, config_.max_header_bytes, &theirs);
+        EngineIds got = FetchEngineIds(checker_io_->ioc, *b, req.dump(), config_.max_header_bytes, &theirs);
         if (got != EngineIds::kOk) {
           if (got == EngineIds::kNoVerdict) {
             metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
@@ -388,19 +404,8 @@ void Backends::GuardRoundOrThrow() {
           break;
         }
       }
-      // The chat template too, where the model renders chat itself: the
-      // engine's own rendering of a canary conversation (vLLM: /tokenize
-      // with "messages") must give the IDs ours does.
-      if (!compared_all || !m->chat || m->chat->mode == ChatForward::kText || m->guard_text_mode) continue;
-      ChatRequest chat;
-      chat.body = ChatGuardCanary(m->config.name);
-      chat.model = m->config.name;
-      std::string prompt;
-      if (!RenderChatPrompt(*m->chat, chat, UnixSeconds(), &prompt).ok()) continue;
-      nlohmann::json req = nlohmann::json::parse(chat.body.dump());
-      req["add_generation_prompt"] = true;
-      req["add_special_tokens"] = false;
-      EngineIds got = FetchEngineIds(checker_io_->ioc, *b, req, config_.max_header_bytes, &theirs);
+      if (!compared_all || chat_request.empty() || m->guard_text_mode) continue;
+      EngineIds got = FetchEngineIds(checker_io_->ioc, *b, chat_request, config_.max_header_bytes, &theirs);
       if (got == EngineIds::kNoVerdict) {
         metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
         continue;
@@ -409,8 +414,7 @@ void Backends::GuardRoundOrThrow() {
         metrics_->counter(metrics::Id::kGuardChecks, {m->config.name, "chat_unavailable"}).Inc();
         continue;
       }
-      m->tokenizer->Encode(prompt, false, ours);
-      verdict(b, ours == theirs, "chat_match", "chat_mismatch", "renders the chat template");
+      verdict(b, chat_ids == theirs, "chat_match", "chat_mismatch", "renders the chat template");
     }
   }
 }

@@ -28,9 +28,6 @@ std::string TemplateSource(const ordered_json& cfg) {
   return "";
 }
 
-// Sampling fields a /v1/completions request understands (OpenAI's and
-// vLLM's extras); everything else of a chat request is about messages,
-// tools or the response shape, which the proxy handles itself.
 // vLLM's SamplingParams fields a chat request may carry, for
 // /inference/v1/generate (logprobs and n are not taken: ChatUnsupported).
 constexpr const char* kSamplingFields[] = {
@@ -38,6 +35,9 @@ constexpr const char* kSamplingFields[] = {
     "frequency_penalty", "repetition_penalty", "ignore_eos", "min_tokens", "skip_special_tokens",
     "include_stop_str_in_output"};
 
+// Sampling fields a /v1/completions request understands (OpenAI's and
+// vLLM's extras); everything else of a chat request is about messages,
+// tools or the response shape, which the proxy handles itself.
 constexpr const char* kCompletionFields[] = {
     "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop", "seed", "presence_penalty",
     "frequency_penalty", "logit_bias", "user", "top_k", "min_p", "repetition_penalty", "ignore_eos", "min_tokens",

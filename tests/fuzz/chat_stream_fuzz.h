@@ -3,6 +3,7 @@
 // it writes.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,18 @@
 #include "proxy/chat_response.h"
 
 namespace toktier::fuzz {
+
+// The options both targets draw from the knob byte: the tool-call format
+// (bits 0-1) and reasoning (bit 2); the callers set what else their bits mean.
+inline proxy::ChatTranslateOptions FuzzTranslateOptions(uint8_t knobs) {
+  proxy::ChatTranslateOptions o;
+  o.id = "chatcmpl-fuzz";
+  o.created = 1;
+  o.model = "m";
+  o.tools = static_cast<proxy::ToolCallFormat>(knobs & 3);
+  o.reasoning = knobs & 4;
+  return o;
+}
 
 // Feeds `body` to a fresh translator `step` bytes at a time, then finishes.
 inline bool TranslateStream(const proxy::ChatTranslateOptions& o, std::string_view body, size_t step,

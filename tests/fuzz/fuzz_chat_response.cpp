@@ -14,7 +14,6 @@
 #include "proxy/chat_response.h"
 
 using toktier::proxy::ChatTranslateOptions;
-using toktier::proxy::ToolCallFormat;
 
 namespace {
 
@@ -26,12 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t knobs = data[0];
   std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
-  ChatTranslateOptions o;
-  o.id = "chatcmpl-fuzz";
-  o.created = 1;
-  o.model = "m";
-  o.tools = static_cast<ToolCallFormat>(knobs & 3);
-  o.reasoning = knobs & 4;
+  ChatTranslateOptions o = toktier::fuzz::FuzzTranslateOptions(knobs);
   o.think_open_in_prompt = knobs & 8;
 
   std::string chat;

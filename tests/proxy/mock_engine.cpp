@@ -135,6 +135,9 @@ std::string Chunk(const std::string& data) {
   return std::string(size) + data + "\r\n";
 }
 
+// One SSE event carrying `data`, as a chunk.
+std::string SseChunk(const std::string& data) { return Chunk("data: " + data + "\n\n"); }
+
 }  // namespace
 
 void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
@@ -237,12 +240,7 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
         if (j.value("stream", false)) {
           std::string out =
               "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-          auto event = [&out](const std::string& data) {
-            std::string ev = "data: " + data + "\n\n";
-            char size[32];
-            std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
-            out += size + ev + "\r\n";
-          };
+          auto event = [&out](const std::string& data) { out += SseChunk(data); };
           for (size_t at = 0; at < ids.size(); at += 2) {
             std::vector<uint32_t> part(ids.begin() + at, ids.begin() + std::min(at + 2, ids.size()));
             const bool last = at + 2 >= ids.size();
@@ -376,12 +374,7 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
           // inside a UTF-8 character), then the finish and [DONE].
           std::string out =
               "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
-          auto event = [&out](const nlohmann::json& j) {
-            std::string ev = "data: " + j.dump() + "\n\n";
-            char size[32];
-            std::snprintf(size, sizeof size, "%zx\r\n", ev.size());
-            out += size + ev + "\r\n";
-          };
+          auto event = [&out](const nlohmann::json& j) { out += SseChunk(j.dump()); };
           for (size_t at = 0; at < text.size();) {
             size_t n = std::min<size_t>(5, text.size() - at);
             while (at + n < text.size() && (static_cast<unsigned char>(text[at + n]) & 0xC0) == 0x80) ++n;

@@ -96,6 +96,38 @@ inline std::vector<std::string> SseData(const std::string& body) {
   return out;
 }
 
+// A chat.completion.chunk stream read back, by its first choice's deltas.
+struct ChatStreamRead {
+  std::string content, reasoning;  // the deltas, concatenated
+  int chunks = 0;                  // events with a choice
+  bool done = false;               // [DONE] seen
+  bool role = false;               // a delta carried the role
+  bool all_chunks = true;          // every event's object was chat.completion.chunk
+  nlohmann::json finish;           // the last non-null finish_reason
+  nlohmann::json usage;            // the last usage object
+};
+
+inline ChatStreamRead ReadChatStream(const std::string& body) {
+  ChatStreamRead r;
+  for (const std::string& ev : SseData(body)) {
+    if (ev == "[DONE]") {
+      r.done = true;
+      continue;
+    }
+    nlohmann::json c = nlohmann::json::parse(ev);
+    r.all_chunks = r.all_chunks && c["object"] == "chat.completion.chunk";
+    if (c.contains("usage")) r.usage = c["usage"];
+    if (c["choices"].empty()) continue;
+    const nlohmann::json& d = c["choices"][0]["delta"];
+    r.role = r.role || d.contains("role");
+    if (d.contains("content") && d["content"].is_string()) r.content += d["content"].get<std::string>();
+    if (d.contains("reasoning_content")) r.reasoning += d["reasoning_content"].get<std::string>();
+    if (!c["choices"][0]["finish_reason"].is_null()) r.finish = c["choices"][0]["finish_reason"];
+    ++r.chunks;
+  }
+  return r;
+}
+
 // POST /v1/completions as raw bytes, for tests that write to the socket
 // themselves (pipelining, a client that leaves). extra_headers: "Name: v\r\n"...
 inline std::string RawCompletionRequest(const std::string& body, const std::string& extra_headers = "") {

@@ -209,26 +209,12 @@ TEST_CASE("issue 11: completions-mode answers translate back to chat (tool calls
   ojson sreq = {{"model", "qwen3"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"stream", true}};
   auto s = client.Stream("/v1/chat/completions", sreq.dump());
   REQUIRE(s.status == 200);
-  std::string content;
-  int chunks = 0;
-  bool done = false, role = false;
-  for (const std::string& ev : SseData(s.body)) {
-    if (ev == "[DONE]") {
-      done = true;
-      continue;
-    }
-    json c = json::parse(ev);
-    CHECK(c["object"] == "chat.completion.chunk");
-    if (c["choices"].empty()) continue;
-    const json& d = c["choices"][0]["delta"];
-    role |= d.contains("role");
-    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
-    ++chunks;
-  }
-  CHECK(done);
-  CHECK(role);
-  CHECK(content == "tok0tok1tok2");
-  CHECK(chunks >= 2);
+  ChatStreamRead read = ReadChatStream(s.body);
+  CHECK(read.all_chunks);
+  CHECK(read.done);
+  CHECK(read.role);
+  CHECK(read.content == "tok0tok1tok2");
+  CHECK(read.chunks >= 2);
 
   // The openai npm client reads both (plain and its stream helper).
   engine.mode = MockMode::kOk;

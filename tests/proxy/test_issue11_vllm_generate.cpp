@@ -233,28 +233,13 @@ TEST_CASE("issue 11: vllm mode answers come back in the chat format (reasoning, 
                                {"stream_options", {{"include_usage", true}}}}
                              .dump());
   REQUIRE(s.status == 200);
-  std::string content, reasoning;
-  bool done = false, usage = false;
-  json finish;
-  for (const std::string& ev : SseData(s.body)) {
-    if (ev == "[DONE]") {
-      done = true;
-      continue;
-    }
-    json chunk = json::parse(ev);
-    CHECK(chunk["object"] == "chat.completion.chunk");
-    if (chunk.contains("usage")) usage = chunk["usage"]["completion_tokens"] == answer.size();
-    if (chunk["choices"].empty()) continue;
-    const json& d = chunk["choices"][0]["delta"];
-    if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
-    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
-    if (!chunk["choices"][0]["finish_reason"].is_null()) finish = chunk["choices"][0]["finish_reason"];
-  }
-  CHECK(done);
-  CHECK(usage);
-  CHECK(content == "Grüße, wörld ✓ done");
-  CHECK(reasoning == "\nhm\n");
-  CHECK(finish == "stop");
+  ChatStreamRead read = ReadChatStream(s.body);
+  CHECK(read.all_chunks);
+  CHECK(read.done);
+  CHECK(read.usage["completion_tokens"] == answer.size());
+  CHECK(read.content == "Grüße, wörld ✓ done");
+  CHECK(read.reasoning == "\nhm\n");
+  CHECK(read.finish == "stop");
 
   // An engine answer with an ID outside the vocabulary is a bad response
   // (502, counted), never text made up: a whole answer is translated before
