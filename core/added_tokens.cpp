@@ -1,6 +1,7 @@
 #include "core/added_tokens.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/unicode.h"
 
@@ -30,6 +31,7 @@ void AddedTokenMatcher::Build(std::vector<AddedToken> tokens) {
   tokens_ = std::move(tokens);
   trie_.assign(1, Node{});
   std::fill(std::begin(first_byte_), std::end(first_byte_), false);
+  first_count_ = 0;
   max_len_ = 0;
   has_strip_rules_ = false;
   for (size_t t = 0; t < tokens_.size(); ++t) {
@@ -37,7 +39,12 @@ void AddedTokenMatcher::Build(std::vector<AddedToken> tokens) {
     if (s.empty()) continue;
     has_strip_rules_ |= tokens_[t].lstrip || tokens_[t].rstrip || tokens_[t].single_word;
     max_len_ = std::max(max_len_, s.size());
-    first_byte_[static_cast<unsigned char>(s[0])] = true;
+    const auto first = static_cast<unsigned char>(s[0]);
+    if (!first_byte_[first]) {
+      if (first_count_ < 3) first_list_[first_count_] = first;
+      first_count_ = std::min(first_count_ + 1, 4);
+    }
+    first_byte_[first] = true;
     uint32_t node = 0;
     for (unsigned char c : s) {
       auto& ch = trie_[node].children;
@@ -72,15 +79,41 @@ size_t AddedTokenMatcher::LongestAt(std::string_view text, size_t i, size_t* ind
   return best;
 }
 
+size_t AddedTokenMatcher::NextCandidate(std::string_view text, size_t i) const {
+  const size_t n = text.size();
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  if (first_count_ == 1) {
+    const void* hit = i < n ? std::memchr(s + i, first_list_[0], n - i) : nullptr;
+    return hit ? static_cast<size_t>(static_cast<const unsigned char*>(hit) - s) : n;
+  }
+  if (first_count_ >= 2 && first_count_ <= 3) {
+    // A zero byte of w ^ broadcast(b) marks b (the classic has-zero-byte test).
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+    uint64_t pat[3];
+    for (int k = 0; k < 3; ++k) pat[k] = kOnes * first_list_[k < first_count_ ? k : 0];
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, s + i, 8);
+      uint64_t any = 0;
+      for (int k = 0; k < 3; ++k) {
+        const uint64_t x = w ^ pat[k];
+        any |= (x - kOnes) & ~x & kHigh;
+      }
+      if (any) break;
+      i += 8;
+    }
+  }
+  while (i < n && !first_byte_[s[i]]) ++i;
+  return i;
+}
+
 void AddedTokenMatcher::Split(std::string_view text, uint32_t base, std::vector<Segment>& out) const {
   size_t start = 0;  // end of the previous match
   size_t i = 0;
   const size_t n = text.size();
   while (i < n) {
-    if (!first_byte_[static_cast<unsigned char>(text[i])]) {
-      ++i;
-      continue;
-    }
+    i = NextCandidate(text, i);
+    if (i >= n) break;
     size_t index = 0;
     size_t len = LongestAt(text, i, &index);
     if (len == 0) {

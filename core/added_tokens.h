@@ -49,6 +49,9 @@ class AddedTokenMatcher {
  private:
   // The trie node after `node` on byte c, -1 if none.
   int32_t Child(uint32_t node, unsigned char c) const;
+  // The first i' >= i whose byte starts some token (text.size() if none):
+  // memchr / word-at-a-time when tokens start with at most 3 distinct bytes.
+  size_t NextCandidate(std::string_view text, size_t i) const;
   // Length of the longest token matching at text[i], 0 if none; *index its token.
   size_t LongestAt(std::string_view text, size_t i, size_t* index) const;
 
@@ -59,6 +62,8 @@ class AddedTokenMatcher {
   std::vector<AddedToken> tokens_;
   std::vector<Node> trie_;
   bool first_byte_[256] = {};
+  unsigned char first_list_[3] = {0, 0, 0};  // the distinct first bytes, when at most 3
+  int first_count_ = 0;                      // how many distinct first bytes (4 = more than 3)
   size_t max_len_ = 0;
   bool has_strip_rules_ = false;
 };

@@ -356,6 +356,29 @@ void BpeModel::MergeLarge(std::vector<Symbol>& syms) const {
   }
 }
 
+void BpeModel::ComputeWholeTokens() {
+  // Only where units are bytes and no prefix/suffix rewrites them: a piece
+  // then is the token's bytes exactly.
+  whole_.clear();
+  if (!options_.byte_units || !options_.continuing_subword_prefix.empty() || !options_.end_of_word_suffix.empty()) {
+    return;
+  }
+  std::vector<bool> whole(tokens_.size(), false);
+  std::vector<uint32_t> ids;
+  for (size_t id = 0; id < tokens_.size(); ++id) {
+    const std::string& t = tokens_[id];
+    if (t.empty() || vocab_.Find(t) != id) continue;
+    if (options_.ignore_merges) {
+      whole[id] = true;
+      continue;
+    }
+    ids.clear();
+    EncodePiece(t, ids, nullptr);
+    whole[id] = ids.size() == 1 && ids[0] == id;
+  }
+  whole_ = std::move(whole);
+}
+
 void BpeModel::EncodePiece(std::string_view piece, std::vector<uint32_t>& out,
                            std::vector<uint32_t>* lens) const {
   if (piece.empty()) return;

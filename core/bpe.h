@@ -44,11 +44,25 @@ class BpeModel {
   void EncodePiece(std::string_view piece, std::vector<uint32_t>& out,
                    std::vector<uint32_t>* lens) const;
 
+  // Called once the merges are in: marks the tokens that EncodePiece of
+  // their own bytes gives back whole, so WholePieceId can answer a piece
+  // with one vocab lookup and no BPE (with ignore_merges every token is).
+  void ComputeWholeTokens();
+  // The id EncodePiece(piece) would give as its only token, or kMissing
+  // when that is not known without running BPE.
+  [[nodiscard]] uint32_t WholePieceId(std::string_view piece) const {
+    if (whole_.empty()) return StringIdMap::kMissing;
+    const uint32_t id = vocab_.Find(piece);
+    return id != StringIdMap::kMissing && whole_[id] ? id : StringIdMap::kMissing;
+  }
+
   [[nodiscard]] uint32_t Find(std::string_view token) const { return vocab_.Find(token); }
   [[nodiscard]] const std::string& TokenBytes(uint32_t id) const { return tokens_[id]; }
   [[nodiscard]] size_t vocab_slots() const { return tokens_.size(); }
   [[nodiscard]] const BpeOptions& options() const { return options_; }
   [[nodiscard]] size_t merge_count() const { return merges_.size(); }
+  // The merge table (core/device_export.cpp copies it for gpu/).
+  [[nodiscard]] const MergeMap& merge_map() const { return merges_; }
   // True if some token of 2+ units (reachable by merges) contains the units
   // a|b adjacent: a merge could then span a boundary between them.
   [[nodiscard]] bool PairInsideSomeToken(std::string_view a, std::string_view b) const;
@@ -80,6 +94,8 @@ class BpeModel {
   // Adjacent-unit pairs occurring inside multi-unit tokens, keyed by the
   // concatenation of the two units.
   StringIdMap inner_pairs_;
+  // By id: EncodePiece of the token's bytes is exactly [id] (ComputeWholeTokens).
+  std::vector<bool> whole_;
 };
 
 }  // namespace toktier::core

@@ -41,6 +41,54 @@ enum class TokenizerFormat { kHuggingFaceJson, kTiktokenJson, kTiktokenRanks };
 
 class TokenizerImpl;
 
+// ---- Parallel full tokenization ---------------------------------------------
+
+// A fork-join pool for full tokenizations of long texts: the text is cut at
+// points no piece can cross (added tokens first; then normalizer split
+// points that are pre-tokenizer hard boundaries, as repair proves them), the
+// chunks are encoded on the pool's threads and the caller's, and their IDs
+// and ends concatenated: the result equals the one-thread encoding by
+// construction. One text at a time: a caller that finds the pool busy
+// encodes alone (EncodeOutcome::pool_busy).
+class EncodePool {
+ public:
+  // `threads` counts the caller: threads - 1 workers are started (none for
+  // threads <= 1).
+  explicit EncodePool(int threads);
+  ~EncodePool();  // joins the workers
+  EncodePool(const EncodePool&) = delete;
+  EncodePool& operator=(const EncodePool&) = delete;
+  [[nodiscard]] int threads() const;
+  // Runs task(i) for every i in [0, n) on the workers and the caller and
+  // returns when all are done; false (nothing run) when another Run is in
+  // progress.
+  [[nodiscard]] bool Run(size_t n, const std::function<void(size_t)>& task);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct EncodeOptions {
+  // Pool for texts of at least parallel_min_bytes; null: the calling thread
+  // alone. Default null.
+  EncodePool* pool = nullptr;
+  // Shorter texts are encoded by the calling thread alone (waking workers
+  // costs more than they save). Default 64 KiB.
+  size_t parallel_min_bytes = size_t{64} << 10;
+  // Target chunk size of the parallel plan; 0 (default): a quarter of the
+  // text per thread, within 4-32 KiB. Tests set it small to cut short texts.
+  size_t chunk_bytes = 0;
+};
+
+// How one full tokenization ran.
+struct EncodeOutcome {
+  size_t chunks = 0;       // independent chunks the text was cut into (0: not cut)
+  int threads = 1;         // threads that encoded them
+  bool pool_busy = false;  // the pool was encoding another text: this one ran alone
+  bool uncut = false;      // long enough for the pool, but no cut point was found (or allowed)
+};
+
 // An immutable tokenizer model, shared by all sessions and threads.
 class Tokenizer {
  public:
@@ -81,6 +129,13 @@ class Tokenizer {
   void EncodeWithEnds(std::string_view text, bool add_special_tokens,
                       std::vector<uint32_t>& ids,
                       std::vector<uint32_t>& ends) const;
+
+  // Same results, on several threads for long texts (EncodeOptions).
+  void Encode(std::string_view text, bool add_special_tokens, std::vector<uint32_t>& ids,
+              const EncodeOptions& options, EncodeOutcome* outcome = nullptr) const;
+  void EncodeWithEnds(std::string_view text, bool add_special_tokens, std::vector<uint32_t>& ids,
+                      std::vector<uint32_t>& ends, const EncodeOptions& options,
+                      EncodeOutcome* outcome = nullptr) const;
 
   // Content hash of everything that determines the output (hex, 16 chars).
   [[nodiscard]] const std::string& version_hash() const;
@@ -194,6 +249,7 @@ struct RepairOutcome {
   size_t sync_point = 0;     // p: where fresh tokenization started
   size_t kept_tokens = 0;    // cached tokens reused
   size_t fresh_tokens = 0;   // tokens made in this call
+  EncodeOutcome encode;      // for kFull: how the full tokenization ran
 };
 
 struct RepairOptions {
@@ -209,6 +265,8 @@ struct RepairOptions {
   // raw bytes); the comparison starts there. Must not exceed either length.
   // Default 0 (compare everything).
   size_t known_common_prefix = 0;
+  // How a full tokenization (a miss) runs: its pool and threshold.
+  EncodeOptions encode;
 };
 
 // Brings `state` to `new_text`: IDs equal to a full tokenization of new_text
@@ -220,7 +278,7 @@ class Repairer {
                               bool add_special_tokens, const RepairOptions& options = {});
   // Tokenizes in full into `state` (the miss path).
   static void Reset(const Tokenizer& tokenizer, TokenState& state, std::string_view text, bool add_special_tokens,
-                    bool generic_path = false);
+                    bool generic_path = false, const EncodeOptions& options = {}, EncodeOutcome* outcome = nullptr);
 };
 
 // ---- Shadow verifier --------------------------------------------------------
@@ -282,3 +340,95 @@ class ShadowVerifier {
 };
 
 }  // namespace toktier::core
+
+// ---- Device export (gpu/) ----
+// What gpu/ needs to tokenize on a device exactly as core does (docs/gpu.md).
+// gpu/ includes only this header; the export is built from core's own tables
+// (core/device_export.cpp), so the device path and the CPU path share every
+// table. Nothing in core uses it.
+namespace toktier::core {
+
+// The pre-tokenizer families gpu/ implements. kOther: a pre-tokenizer that is
+// none of them (GPT-2, generic regexes, no pre-tokenizer).
+enum class DeviceFamily : uint8_t { kOther, kCl100k, kQwen2, kO200k, kDeepSeekV3 };
+enum class DeviceNormalizer : uint8_t { kIdentity, kNfc, kOther };
+
+// Class bits of the family scanners (same values and meaning as the CPU
+// scanners' classes in core/family_scanners.cpp).
+enum DeviceClassBits : uint16_t {
+  kDevL = 1u << 0,           // \p{L}
+  kDevN = 1u << 1,           // \p{N}
+  kDevWs = 1u << 2,          // \s
+  kDevCrLf = 1u << 3,        // \r or \n
+  kDevSpace = 1u << 4,       // ' '
+  kDevO = 1u << 5,           // [^\s\p{L}\p{N}]
+  kDevUpSet = 1u << 6,       // [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]
+  kDevLowSet = 1u << 7,      // [\p{Ll}\p{Lm}\p{Lo}\p{M}]
+  kDevLM = 1u << 8,          // [\p{L}\p{M}]
+  kDevPS = 1u << 9,          // [\p{P}\p{S}]
+  kDevCjk = 1u << 10,        // DeepSeek's [一-龥぀-ゟ゠-ヿ]
+  kDevAsciiPunct = 1u << 11, // DeepSeek's ASCII punctuation class
+  kDevAsciiAlpha = 1u << 12, // [A-Za-z]
+  kDevCrLfSlash = 1u << 13,  // [\r\n/]
+  kDevApos = 1u << 14,       // '
+  kDevDsOther = 1u << 15,    // neither \p{N} nor DeepSeek CJK
+};
+
+// The scanner class of every code point, two-level:
+// bits(cp) = blocks[block_of[cp >> 8] * 256 + (cp & 255)].
+struct DeviceClassTable {
+  std::vector<uint16_t> block_of;  // 0x1100 entries
+  std::vector<uint16_t> blocks;    // distinct 256-entry blocks
+};
+[[nodiscard]] DeviceClassTable ExportDeviceClassTable();
+// The class of one code point (what the table holds).
+[[nodiscard]] uint16_t DeviceClassOf(char32_t cp);
+
+struct DeviceMerge {
+  uint32_t left = 0, right = 0, rank = 0, id = 0;
+};
+
+// Everything of a tokenizer that the device pipeline reads.
+struct DeviceTables {
+  bool supported = false;          // the device pipeline reproduces this tokenizer
+  std::string unsupported_reason;  // why not (when !supported)
+  DeviceFamily family = DeviceFamily::kOther;
+  DeviceNormalizer normalizer = DeviceNormalizer::kOther;
+  bool tiktoken = false;
+  bool ignore_merges = false;  // a piece that is a token is that token
+  // id -> token bytes for the BPE vocabulary ("" when the id is not the one
+  // core finds for those bytes).
+  std::vector<std::string> tokens;
+  // id -> BPE of the token's own bytes gives exactly [id] (so a piece equal
+  // to the token may be looked up whole); with ignore_merges every token.
+  std::vector<uint8_t> whole_piece;
+  std::vector<DeviceMerge> merges;  // every merge core knows: (left, right) -> (rank, merged id)
+  uint32_t byte_ids[256] = {};      // id of each single byte
+  std::vector<uint32_t> prefix_ids, suffix_ids;  // add_special_tokens specials (HF post-processor)
+  std::string version_hash;
+};
+[[nodiscard]] DeviceTables ExportDeviceTables(const Tokenizer& tokenizer);
+
+// A span of the text: an added token (id) or text that is pre-tokenized.
+struct DeviceSegment {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  bool is_added = false;
+  uint32_t id = 0;
+};
+// Splits `text` into added tokens and text segments exactly as the CPU path
+// does (raw added tokens leftmost-longest on the source; normalized added
+// tokens on each text segment). Returns false when some text segment is not
+// left unchanged by the normalizer (the device path then does not apply);
+// `out` is complete only when true.
+[[nodiscard]] bool SplitDeviceSegments(const Tokenizer& tokenizer, std::string_view text, bool add_special_tokens,
+                                       std::vector<DeviceSegment>& out);
+// The NFC quick check core uses (Normalizer::LeavesUnchanged for NFC).
+[[nodiscard]] bool IsNfcQuick(std::string_view text);
+// BPE of one piece on the CPU (the device path's fallback for long pieces):
+// appends ids and each token's byte length.
+void DeviceEncodePiece(const Tokenizer& tokenizer, std::string_view piece, std::vector<uint32_t>& ids,
+                       std::vector<uint32_t>& lens);
+
+}  // namespace toktier::core
+// ---- end device export ----

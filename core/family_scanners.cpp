@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "core/unicode.h"
 
@@ -102,12 +103,42 @@ class Text {
   // End of the run of characters having any of `mask`, from i, before n.
   TOKTIER_FS_INLINE size_t Run(size_t i, size_t n, uint32_t mask) const {
     for (;;) {
+      if (mask == kL || mask == kLM || mask == kAsciiAlpha) {
+        i = AsciiRunWords<'a', 'z', 0x20>(i, n);
+      } else if (mask == kLowSet) {
+        i = AsciiRunWords<'a', 'z', 0>(i, n);
+      } else if (mask == kUpSet) {
+        i = AsciiRunWords<'A', 'Z', 0>(i, n);
+      }
       while (i < n && (ascii_[s_[i]] & mask)) ++i;
       if (i >= n || s_[i] < 0x80) return i;
       size_t len;
       if (!(ClassOf(DecodeAt(sv_, i, &len)) & mask)) return i;
       i += len;
     }
+  }
+
+  // Word-at-a-time part of Run for the classes whose ASCII members are a
+  // letter range (kL, kLM, kAsciiAlpha: [A-Za-z], folded by OR-ing 0x20;
+  // kLowSet: [a-z]; kUpSet: [A-Z]): from i, the end of the run of such
+  // bytes within whole 8-byte words; stops early (for the byte loop) at a
+  // word holding a non-ASCII byte. For bytes below 0x80, adding
+  // 0x80 - lo sets a byte's top bit iff it is >= lo, with no carry out.
+  template <unsigned char kLo, unsigned char kHi, unsigned char kFold>
+  TOKTIER_FS_INLINE size_t AsciiRunWords(size_t i, size_t n) const {
+    constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
+    while (i + 8 <= n) {
+      uint64_t w;
+      std::memcpy(&w, s_ + i, 8);
+      if (w & kHigh) return i;
+      const uint64_t x = w | (kOnes * kFold);
+      const uint64_t ge_lo = (x + kOnes * (0x80 - kLo)) & kHigh;
+      const uint64_t gt_hi = (x + kOnes * (0x80 - kHi - 1)) & kHigh;
+      const uint64_t outside = ~(ge_lo & ~gt_hi) & kHigh;
+      if (outside) return i + static_cast<size_t>(__builtin_ctzll(outside) / 8);
+      i += 8;
+    }
+    return i;
   }
 
   // Lower-cased letter of a contraction at i (< n), or 0; *len its length.
@@ -263,6 +294,20 @@ inline size_t O200kContraction(const Text& t, size_t e, size_t n) {
 
 // First alternative after the optional prefix, from s: U*W+ contraction?.
 size_t O200kAlt1(const Text& t, size_t s, size_t n) {
+  // Fast path: a U* run of ASCII capitals only, ending at an ASCII
+  // character or the end. None of its characters is in W, so there is no
+  // backtracking point: W+ must start right after it.
+  {
+    size_t j = s;
+    while (j < n && t.Byte(j) >= 'A' && t.Byte(j) <= 'Z') ++j;
+    if (j >= n || t.Byte(j) < 0x80) {
+      if (j < n && (t.At(j) & kLowSet)) {
+        const size_t e = t.Run(j, n, kLowSet);
+        return e + O200kContraction(t, e, n);
+      }
+      return kNpos;
+    }
+  }
   size_t j = s, last_low_end = kNpos;
   while (j < n) {
     size_t len;

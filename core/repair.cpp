@@ -147,11 +147,11 @@ bool TokenState::Assign(std::string text, std::vector<uint32_t> ids, std::vector
 }
 
 void Repairer::Reset(const Tokenizer& tokenizer, TokenState& state, std::string_view text, bool add_special_tokens,
-                     bool generic_path) {
+                     bool generic_path, const EncodeOptions& options, EncodeOutcome* outcome) {
   const TokenizerImpl& t = tokenizer.impl();
   state.text_.assign(text);
   t.EncodeFull(text, add_special_tokens, generic_path ? Path::kGeneric : Path::kFast,
-               {state.ids_, &state.ends_, &state.added_});
+               {state.ids_, &state.ends_, &state.added_}, &options, outcome);
   state.version_hash_ = t.version_hash();
   state.add_special_tokens_ = add_special_tokens;
 }
@@ -161,7 +161,8 @@ RepairOutcome Repairer::Update(const Tokenizer& tokenizer, TokenState& state, st
   const TokenizerImpl& t = tokenizer.impl();
   RepairOutcome out;
   auto full = [&](FullReason why) {
-    Reset(tokenizer, state, new_text, add_special_tokens, /*generic_path=*/!options.allow_fast_path);
+    Reset(tokenizer, state, new_text, add_special_tokens, /*generic_path=*/!options.allow_fast_path, options.encode,
+          &out.encode);
     out.path = RepairPath::kFull;
     out.full_reason = why;
     out.sync_point = 0;

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/byte_level.h"
+#include "core/piece_cache.h"
 #include "core/regex_split.h"
 #include "core/tokenizer_impl.h"
 #include "core/unicode.h"
@@ -18,78 +19,6 @@ constexpr int kRuleReach = 8;
 
 std::atomic<uint64_t> g_next_instance{1};
 
-// Per-thread cache of short pieces' encodings. Keyed by the tokenizer's
-// instance id (never reused), so a destroyed tokenizer's entries can never
-// answer for another one.
-class PieceCache {
- public:
-  static constexpr size_t kMaxPiece = 48;
-  static constexpr size_t kSlots = 1u << 18;
-
-  // Returns true and appends ids/lens when the piece is cached.
-  bool Lookup(std::string_view piece, uint64_t h, std::vector<uint32_t>& ids, std::vector<uint32_t>* lens) const {
-    const Slot& s = slots_[h & (kSlots - 1)];
-    if (s.hash != h || s.key_len != piece.size() || s.count == 0) return false;
-    if (std::memcmp(keys_.data() + s.key_off, piece.data(), piece.size()) != 0) return false;
-    ids.insert(ids.end(), vals_.begin() + s.val_off, vals_.begin() + s.val_off + s.count);
-    if (lens) lens->insert(lens->end(), lens_.begin() + s.val_off, lens_.begin() + s.val_off + s.count);
-    return true;
-  }
-  // Bounds of the arenas (about 24 MiB per thread at most, plus 6 MiB of
-  // slots): past them the cache starts over and gives the memory back, so a
-  // long-lived worker does not keep a peak's worth of pieces.
-  static constexpr size_t kMaxKeyBytes = size_t{8} << 20;
-  static constexpr size_t kMaxValues = size_t{2} << 20;
-
-  void Store(std::string_view piece, uint64_t h, const uint32_t* ids, const uint32_t* lens, size_t count) {
-    if (keys_.size() > kMaxKeyBytes || vals_.size() > kMaxValues) Release();
-    Slot& s = slots_[h & (kSlots - 1)];
-    s.hash = h;
-    s.key_off = static_cast<uint32_t>(keys_.size());
-    s.key_len = static_cast<uint32_t>(piece.size());
-    s.val_off = static_cast<uint32_t>(vals_.size());
-    s.count = static_cast<uint32_t>(count);
-    keys_.append(piece);
-    vals_.insert(vals_.end(), ids, ids + count);
-    lens_.insert(lens_.end(), lens, lens + count);
-  }
-  void Clear() {
-    std::fill(slots_.begin(), slots_.end(), Slot{});
-    keys_.clear();
-    vals_.clear();
-    lens_.clear();
-  }
-  void Release() {
-    Clear();
-    std::string().swap(keys_);
-    std::vector<uint32_t>().swap(vals_);
-    std::vector<uint32_t>().swap(lens_);
-  }
-  PieceCache() : slots_(kSlots) {}
-
- private:
-  struct Slot {
-    uint64_t hash = 0;
-    uint32_t key_off = 0, key_len = 0, val_off = 0, count = 0;
-  };
-  std::vector<Slot> slots_;
-  std::string keys_;
-  std::vector<uint32_t> vals_, lens_;
-};
-
-PieceCache& CacheFor(uint64_t instance) {
-  thread_local uint64_t owner = 0;
-  // Freed when the thread exits: servers that start and stop (tests, embedders)
-  // would otherwise lose up to ~30 MiB per worker thread each time.
-  thread_local std::unique_ptr<PieceCache> cache;
-  if (!cache) cache = std::make_unique<PieceCache>();
-  if (owner != instance) {
-    cache->Clear();
-    owner = instance;
-  }
-  return *cache;
-}
-
 }  // namespace
 
 TokenizerImpl::TokenizerImpl() : instance_id_(g_next_instance.fetch_add(1)) {}
@@ -99,33 +28,112 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
                                  std::vector<uint32_t>& ids, std::vector<uint32_t>* ends) const {
   std::string_view part = norm.substr(part_begin, part_end - part_begin);
   if (part.empty()) return;
-  std::vector<Span> pieces;  // relative to the part
+  // Kept between calls (a chunk's pieces fit in L2); released after a huge one.
+  thread_local std::vector<Span> pieces;
+  pieces.clear();
   const Splitter* splitter = path == Path::kFast && fast_ ? fast_.get() : generic_.get();
   if (splitter == nullptr) {
     pieces.push_back(Span{0, static_cast<uint32_t>(part.size())});
   } else {
     splitter->Split(part, pieces);
   }
-  PieceCache& cache = CacheFor(instance_id_);
+  PieceCaches& caches = CachesFor(instance_id_);
+  // A token per byte at most (units are bytes or characters; fallback bytes).
+  auto reserve = [&](std::vector<uint32_t>& v) {
+    const size_t need = v.size() + part.size();
+    if (v.capacity() < need) v.reserve(std::max(need, v.capacity() * 2));
+  };
+  reserve(ids);
+  if (ends) reserve(*ends);
+  auto emit_end = [&](uint32_t pos) { ends->push_back(base + (align ? (*align)[pos] : pos)); };
+  const char* limit = part.data() + part.size();
   std::vector<uint32_t> lens;
-  for (const Span& sp : pieces) {
-    std::string_view piece = part.substr(sp.begin, sp.end - sp.begin);
-    size_t first = ids.size();
+  // Pieces are looked up in batches, one batch ahead: the keys of the next
+  // batch are made and their lines prefetched before this batch is read,
+  // so the cache misses overlap with work.
+  constexpr size_t kBatch = 16;
+  HotPieceCache::Key short_keys[2][kBatch];
+  LongPieceCache::Key long_keys[2][kBatch];
+  auto prepare = [&](size_t b0, size_t ring) {
+    const size_t b1 = std::min(pieces.size(), b0 + kBatch);
+    for (size_t k = b0; k < b1; ++k) {
+      const uint32_t len = pieces[k].end - pieces[k].begin;
+      const char* p = part.data() + pieces[k].begin;
+      if (len <= HotPieceCache::kMaxPiece) {
+        short_keys[ring][k - b0] = HotPieceCache::MakeKey(p, len, limit);
+        caches.hot.Prefetch(short_keys[ring][k - b0]);
+      } else if (len <= LongPieceCache::kMaxPiece) {
+        long_keys[ring][k - b0] = LongPieceCache::MakeKey(p, len, limit);
+        caches.long_hot.Prefetch(long_keys[ring][k - b0]);
+      }
+    }
+  };
+  // Appends a cached encoding of the piece at `at` of `len` bytes.
+  auto emit_cached = [&](const auto* e, uint32_t at, uint32_t len) {
+    for (uint32_t t = 0; t < e->count; ++t) ids.push_back(e->ids[t]);
+    if (ends) {
+      uint32_t pos = at;
+      for (uint32_t t = 0; t + 1 < e->count; ++t) emit_end(pos += e->lens[t]);
+      emit_end(at + len);
+    }
+  };
+  prepare(0, 0);
+  for (size_t b0 = 0, batch = 0; b0 < pieces.size(); b0 += kBatch, ++batch) {
+    const size_t b1 = std::min(pieces.size(), b0 + kBatch);
+    const size_t ring = batch & 1;
+    if (b1 < pieces.size()) prepare(b1, ring ^ 1);
+  for (size_t k = b0; k < b1; ++k) {
+    const Span sp = pieces[k];
+    const uint32_t len = sp.end - sp.begin;
+    const char* p = part.data() + sp.begin;
+    const uint32_t at = part_begin + sp.begin;
+    if (len <= HotPieceCache::kMaxPiece) {
+      if (const HotPieceCache::Entry* e = caches.hot.Find(short_keys[ring][k - b0])) {
+        if (e->count == 1) {  // the common case, without loops
+          ids.push_back(e->ids[0]);
+          if (ends) emit_end(at + len);
+        } else {
+          emit_cached(e, at, len);
+        }
+        continue;
+      }
+    } else if (len <= LongPieceCache::kMaxPiece) {
+      if (const LongPieceCache::Entry* e = caches.long_hot.Find(long_keys[ring][k - b0])) {
+        emit_cached(e, at, len);
+        continue;
+      }
+    }
+    std::string_view piece(p, len);
+    const size_t first = ids.size();
     lens.clear();
-    bool cacheable = piece.size() <= PieceCache::kMaxPiece;
-    uint64_t h = cacheable ? HashBytes(piece) : 0;
-    if (!cacheable || !cache.Lookup(piece, h, ids, &lens)) {
-      bpe_.EncodePiece(piece, ids, &lens);
-      if (cacheable) cache.Store(piece, h, ids.data() + first, lens.data(), ids.size() - first);
+    // A whole token first: one vocab lookup instead of BPE.
+    const uint32_t whole = bpe_.WholePieceId(piece);
+    if (whole != StringIdMap::kMissing) {
+      ids.push_back(whole);
+      lens.push_back(len);
+    } else {
+      const bool cacheable = len <= PieceCache::kMaxPiece;
+      const uint64_t h = cacheable ? HashBytes(piece) : 0;
+      if (!cacheable || !caches.wide.Lookup(piece, h, ids, &lens)) {
+        bpe_.EncodePiece(piece, ids, &lens);
+        if (cacheable) caches.wide.Store(piece, h, ids.data() + first, lens.data(), ids.size() - first);
+      }
+    }
+    if (len <= HotPieceCache::kMaxPiece) {
+      caches.hot.Store(short_keys[ring][k - b0], ids.data() + first, lens.data(), ids.size() - first);
+    } else if (len <= LongPieceCache::kMaxPiece) {
+      caches.long_hot.Store(long_keys[ring][k - b0], ids.data() + first, lens.data(), ids.size() - first);
     }
     if (ends) {
-      uint32_t pos = part_begin + sp.begin;
-      for (uint32_t len : lens) {
-        pos += len;
-        ends->push_back(base + (align ? (*align)[pos] : pos));
+      uint32_t pos = at;
+      for (uint32_t l : lens) {
+        pos += l;
+        emit_end(pos);
       }
     }
   }
+  }
+  if (pieces.capacity() > (size_t{1} << 20)) std::vector<Span>().swap(pieces);
 }
 
 void TokenizerImpl::EncodeNormalized(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,
@@ -148,23 +156,35 @@ void TokenizerImpl::EncodeNormalized(std::string_view norm, const std::vector<ui
   }
 }
 
-void TokenizerImpl::EncodeTextSegment(std::string_view text, uint32_t seg_begin, uint32_t seg_end,
-                                      bool segment_start, Path path, const Sink& out) const {
-  std::string_view seg = text.substr(seg_begin, seg_end - seg_begin);
-  if (normalizer_.identity() || normalizer_.LeavesUnchanged(seg)) {
-    EncodeNormalized(seg, nullptr, seg_begin, path, out);
-    return;
-  }
-  std::string norm;
-  std::vector<uint32_t> align;
-  normalizer_.Apply(seg, segment_start, seg_begin == 0, norm, align);
-  EncodeNormalized(norm, &align, seg_begin, path, out);
+bool TokenizerImpl::CanCutSegments() const {
+  // Repair's conditions: a Strip normalizer or strip rules of added tokens
+  // make a segment's encoding depend on its far end; normalized added
+  // tokens under a normalizer are matched on text the cut rule cannot see.
+  return repair_supported_ && (norm_added_.empty() || normalizer_.identity());
 }
 
-void TokenizerImpl::EncodeFrom(std::string_view text, size_t begin, bool continue_segment, bool match_added,
-                               Path path, const Sink& out) const {
+size_t TokenizerImpl::FindCut(std::string_view text, size_t seg_begin, size_t seg_end, size_t from,
+                              size_t max_search) const {
+  const std::string_view seg = text.substr(seg_begin, seg_end - seg_begin);
+  size_t p = from - seg_begin;
+  while (p < seg.size() && (static_cast<unsigned char>(seg[p]) & 0xC0) == 0x80) ++p;
+  const size_t stop = std::min(seg.size(), p + max_search);
+  while (p < stop) {
+    if (IsContentBoundary(seg, p, /*text_ends_segment=*/true) && !norm_added_.Straddles(seg, p)) {
+      return seg_begin + p;
+    }
+    size_t len = 0;
+    unicode::DecodeAt(seg, p, &len);
+    p += len;
+  }
+  return seg_end;
+}
+
+void TokenizerImpl::PlanWork(std::string_view text, size_t begin, bool continue_segment, bool match_added,
+                             Path path, size_t chunk_bytes, std::vector<WorkItem>& items, bool* uncut) const {
   std::string_view rest = text.substr(begin);
-  std::vector<Segment> segments;
+  thread_local std::vector<Segment> segments;
+  segments.clear();
   if (!match_added || raw_added_.empty()) {
     if (!rest.empty()) {
       segments.push_back(Segment{static_cast<uint32_t>(begin), static_cast<uint32_t>(text.size()), false, 0});
@@ -172,32 +192,135 @@ void TokenizerImpl::EncodeFrom(std::string_view text, size_t begin, bool continu
   } else {
     raw_added_.Split(rest, static_cast<uint32_t>(begin), segments);
   }
+  // The generic path is the in-project reference (the shadow verifier's): it
+  // encodes every segment whole, so it also checks the cut rule.
+  const bool cut = chunk_bytes > 0 && path == Path::kFast && CanCutSegments();
+  // A cut point is looked for in the first quarter past each chunk's
+  // nominal end (at least 64 bytes); a window without one moves on.
+  const size_t search = std::max<size_t>(chunk_bytes / 4, 64);
+  // Cuts [b, e), a stretch that the pre-tokenizer sees whole, into chunks.
+  auto cut_stretch = [&](size_t b, size_t e, bool segment_start) {
+    size_t at = b;
+    if (e - b > 2 * chunk_bytes && chunk_bytes > 0) {
+      if (!cut) {
+        if (uncut) *uncut = true;
+      } else {
+        size_t from = at + chunk_bytes;
+        while (from + chunk_bytes < e) {
+          const size_t p = FindCut(text, b, e, from, search);
+          if (p >= e) {
+            // No cut point in this window (a long piece): try the next one.
+            from += chunk_bytes;
+            continue;
+          }
+          items.push_back(WorkItem{static_cast<uint32_t>(at), static_cast<uint32_t>(p), false, 0,
+                                   segment_start && at == b});
+          at = p;
+          from = p + chunk_bytes;
+        }
+        if (at == b && uncut) *uncut = true;
+      }
+    }
+    items.push_back(WorkItem{static_cast<uint32_t>(at), static_cast<uint32_t>(e), false, 0, segment_start && at == b});
+  };
+  thread_local std::vector<Segment> inner;
   for (const Segment& s : segments) {
     if (s.is_added) {
-      out.ids.push_back(s.id);
-      if (out.ends) out.ends->push_back(s.end);
-      if (out.added) out.added->push_back(TextSpan{s.begin, s.end});
+      items.push_back(WorkItem{s.begin, s.end, true, s.id, false});
       continue;
     }
-    bool segment_start = !(continue_segment && s.begin == begin);
-    EncodeTextSegment(text, s.begin, s.end, segment_start, path, out);
+    const bool segment_start = !(continue_segment && s.begin == begin);
+    if (!cut || s.end - s.begin <= 2 * chunk_bytes || norm_added_.empty()) {
+      cut_stretch(s.begin, s.end, segment_start);
+      continue;
+    }
+    // Normalized added tokens split the segment further before the
+    // pre-tokenizer runs; with an identity normalizer (CanCutSegments
+    // holds) they are matched on these very bytes, so they become items of
+    // their own and the cut rule sees the stretches between them, as
+    // EncodeNormalized's pre-tokenizer does. No occurrence starts inside a
+    // stretch (the leftmost-longest scan visited every position of it), so
+    // encoding a chunk of one finds none again.
+    inner.clear();
+    norm_added_.Split(text.substr(s.begin, s.end - s.begin), s.begin, inner);
+    for (const Segment& t : inner) {
+      if (t.is_added) {
+        items.push_back(WorkItem{t.begin, t.end, true, t.id, false});
+      } else {
+        cut_stretch(t.begin, t.end, segment_start && t.begin == s.begin);
+      }
+    }
+  }
+  if (segments.capacity() > 4096) std::vector<Segment>().swap(segments);
+}
+
+void TokenizerImpl::EncodeWork(std::string_view text, const WorkItem* first, const WorkItem* last, Path path,
+                               const Sink& out) const {
+  for (const WorkItem* w = first; w != last; ++w) {
+    if (w->is_added) {
+      out.ids.push_back(w->id);
+      if (out.ends) out.ends->push_back(w->end);
+      if (out.added) out.added->push_back(TextSpan{w->begin, w->end});
+      continue;
+    }
+    EncodeChunk(text, w->begin, w->end, w->segment_start, path, out);
   }
 }
 
-void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, Path path, const Sink& out) const {
-  out.ids.clear();
-  if (out.ends) out.ends->clear();
-  if (out.added) out.added->clear();
-  const bool specials = add_special_tokens && !tiktoken_;
-  if (specials) {
-    out.ids.insert(out.ids.end(), prefix_ids_.begin(), prefix_ids_.end());
-    if (out.ends) out.ends->insert(out.ends->end(), prefix_ids_.size(), 0);
+void TokenizerImpl::EncodeChunk(std::string_view text, uint32_t begin, uint32_t end, bool segment_start, Path path,
+                                const Sink& out) const {
+  std::string_view chunk = text.substr(begin, end - begin);
+  if (normalizer_.identity() || normalizer_.LeavesUnchanged(chunk)) {
+    EncodeNormalized(chunk, nullptr, begin, path, out);
+    return;
   }
-  EncodeFrom(text, 0, false, MatchesAddedTokens(add_special_tokens), path, out);
-  if (specials) {
-    out.ids.insert(out.ids.end(), suffix_ids_.begin(), suffix_ids_.end());
-    if (out.ends) out.ends->insert(out.ends->end(), suffix_ids_.size(), static_cast<uint32_t>(text.size()));
+  // Normalize only the parts that change: cut the chunk at content
+  // boundaries (normalizer split points) into small parts first. The
+  // chunk's ends are cut points of its segment, so a boundary inside the
+  // chunk is one of the segment too.
+  constexpr size_t kSmall = 1024;
+  if (path == Path::kFast && CanCutSegments() && chunk.size() > 2 * kSmall) {
+    uint32_t at = begin;
+    size_t from = begin + kSmall;
+    auto part = [&](uint32_t b, uint32_t e) {
+      const bool starts = segment_start && b == begin;
+      if (normalizer_.LeavesUnchanged(text.substr(b, e - b))) {
+        EncodeNormalized(text.substr(b, e - b), nullptr, b, path, out);
+      } else {
+        EncodeNormalizing(text, b, e, starts, path, out);
+      }
+    };
+    while (from + kSmall < end) {
+      const size_t p = FindCut(text, begin, end, from, kSmall / 4);
+      if (p >= end) {
+        from += kSmall;
+        continue;
+      }
+      part(at, static_cast<uint32_t>(p));
+      at = static_cast<uint32_t>(p);
+      from = p + kSmall;
+    }
+    if (at != begin) {
+      part(at, end);
+      return;
+    }
   }
+  EncodeNormalizing(text, begin, end, segment_start, path, out);
+}
+
+void TokenizerImpl::EncodeNormalizing(std::string_view text, uint32_t begin, uint32_t end, bool segment_start,
+                                      Path path, const Sink& out) const {
+  std::string norm;
+  std::vector<uint32_t> align;
+  normalizer_.Apply(text.substr(begin, end - begin), segment_start, begin == 0, norm, align);
+  EncodeNormalized(norm, &align, begin, path, out);
+}
+
+void TokenizerImpl::EncodeFrom(std::string_view text, size_t begin, bool continue_segment, bool match_added,
+                               Path path, const Sink& out) const {
+  std::vector<WorkItem> items;
+  PlanWork(text, begin, continue_segment, match_added, path, kChunkBytes, items, nullptr);
+  EncodeWork(text, items.data(), items.data() + items.size(), path, out);
 }
 
 bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p, bool text_ends_segment) const {
@@ -301,6 +424,7 @@ std::string TokenizerImpl::Describe() const {
 }
 
 Status TokenizerImpl::Finish() {
+  bpe_.ComputeWholeTokens();
   std::string error;
   if (!steps_.empty()) {
     generic_ = MakeGenericSplitter(steps_, tables_, &error);

@@ -47,7 +47,31 @@ class TokenizerImpl {
                   Path path, const Sink& out) const;
 
   // Full encoding with the post-processor (clears the sink's vectors first).
-  void EncodeFull(std::string_view text, bool add_special_tokens, Path path, const Sink& out) const;
+  // With options.pool, long texts are encoded in chunks on its threads
+  // (parallel_encode.cpp); the result is the same.
+  void EncodeFull(std::string_view text, bool add_special_tokens, Path path, const Sink& out,
+                  const EncodeOptions* options = nullptr, EncodeOutcome* outcome = nullptr) const;
+
+  // One unit of encoding work: an added token, or a chunk of a segment
+  // [begin, end) whose ends are cut points no piece can cross.
+  struct WorkItem {
+    uint32_t begin = 0, end = 0;
+    bool is_added = false;
+    uint32_t id = 0;             // the added token
+    bool segment_start = false;  // the chunk begins its segment (Prepend etc. apply)
+  };
+  // The items of text[begin:] (as EncodeFrom would encode it), segments cut
+  // into chunks of about chunk_bytes at content boundaries where allowed
+  // (chunk_bytes 0: segments whole). *uncut: some segment longer than two
+  // chunks could not be cut (no boundary found, or the tokenizer allows none).
+  void PlanWork(std::string_view text, size_t begin, bool continue_segment, bool match_added, Path path,
+                size_t chunk_bytes, std::vector<WorkItem>& items, bool* uncut) const;
+  void EncodeWork(std::string_view text, const WorkItem* first, const WorkItem* last, Path path,
+                  const Sink& out) const;
+  // Chunks of a plan made for a single thread: small enough that a chunk's
+  // pieces, IDs and normalizer output stay in L2, and that a text which is
+  // not NFC in one place normalizes only that chunk.
+  static constexpr size_t kChunkBytes = size_t{32} << 10;
 
   // --- Facts that incremental repair needs ---------------------------------
   // Specials the post-processor puts before / after the content.
@@ -115,8 +139,20 @@ class TokenizerImpl {
                        size_t* q) const;
   // With no pre-tokenizer: no merge can join the units on both sides of p.
   [[nodiscard]] bool UnitsCannotJoin(std::string_view text, size_t p) const;
-  void EncodeTextSegment(std::string_view text, uint32_t seg_begin, uint32_t seg_end,
-                         bool segment_start, Path path, const Sink& out) const;
+  // Whether segments may be cut at content boundaries (what repair proves).
+  [[nodiscard]] bool CanCutSegments() const;
+  // The first content boundary of segment text[seg_begin, seg_end) in
+  // [from, from + max_search) where no normalized added token straddles;
+  // seg_end when there is none.
+  size_t FindCut(std::string_view text, size_t seg_begin, size_t seg_end, size_t from, size_t max_search) const;
+  // Encodes chunk text[begin, end) of a segment (its ends are cut points):
+  // normalized only when the normalizer changes it; a chunk that must be
+  // normalized is cut smaller first, so only the parts that change pay.
+  void EncodeChunk(std::string_view text, uint32_t begin, uint32_t end, bool segment_start, Path path,
+                   const Sink& out) const;
+  // Normalizes text[begin, end) (a chunk or part of one) and encodes the result.
+  void EncodeNormalizing(std::string_view text, uint32_t begin, uint32_t end, bool segment_start, Path path,
+                         const Sink& out) const;
   void EncodeNormalized(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,
                         Path path, const Sink& out) const;
   void EncodePieces(std::string_view norm, const std::vector<uint32_t>* align, uint32_t base,

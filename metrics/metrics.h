@@ -29,8 +29,12 @@ namespace toktier::metrics {
     "Backend requests by outcome (ok, connect_error, timeout, io_error, bad_response, failover, cancelled)")       \
   X(kBackendTtfb, Histogram, "toktier_backend_ttfb_seconds", "",                                                  \
     "Time from sending a request to a backend to its first response byte")                                         \
+  X(kEncodeParallel, Counter, "toktier_encode_parallel_total", "result",                                         \
+    "Full tokenizations long enough for the encode pool: parallel, pool_busy (ran alone), uncut (one chunk)")      \
   X(kFullTokenizations, Counter, "toktier_full_tokenizations_total", "reason",                                    \
     "Prompts tokenized in full, by reason (no_state, edit_at_start, no_certificate, stateless, ...)")              \
+  X(kGpuRoutes, Counter, "toktier_gpu_route_total", "route",                                                      \
+    "State misses offered to the GPU path, by route (device, no_device, below_threshold, not_nfc, ...)")          \
   X(kGuardChecks, Counter, "toktier_tokenizer_guard_checks_total", "model,result",                                \
     "Compatibility guard comparisons against a backend's /tokenize (match, mismatch, unavailable)")                \
   X(kGuardTextMode, Gauge, "toktier_tokenizer_guard_text_mode", "model",                                          \

@@ -3,14 +3,31 @@
 // (node tools/ref_encode.js: HF tokenizers / tiktoken).
 //
 //   toktier bench encode --tokenizer PATH [--encoding NAME] --text FILE
-//                        [--runs N] [--add-special-tokens] [--no-check]
+//                        [--runs N] [--threads N] [--parallel-min-bytes B]
+//                        [--pin-cpu K] [--add-special-tokens] [--no-check]
 //                        [--ref-script PATH] [--node PATH]
 //
+// --threads N (default 1): N > 1 encodes through a core::EncodePool(N) (the
+// calling thread and N - 1 workers) for texts of at least
+// --parallel-min-bytes (default core's 64 KiB). Before timing, the IDs of the
+// untimed first run are checked against the reference, and with N > 1 also
+// against a one-thread Encode of the same text (exit 5 if they differ); every
+// timed run must give the first run's IDs.
+// --pin-cpu K pins the calling thread to CPU K (sched_setaffinity) with
+// --threads 1 only; with N > 1 nothing is pinned (workers would inherit the
+// mask) and a warning says so. Pin whole runs with `taskset -c K` instead.
+//
 // Prints one JSON line:
-//   {"chars":..,"bytes":..,"tokens":..,"ms_median":..,"ms_p90":..,"mb_per_s":..,
-//    "runs":..,"check":"ok"|"skipped", ["warning":"..."]}
+//   {"chars":..,"bytes":..,"tokens":..,"ms_median":..,"ms_p90":..,"ms_p99":..,
+//    "ms_min":..,"mb_per_s":..,"runs":..,"threads":N,"chunks":..,
+//    "threads_used":..,["pool_busy":true,]["uncut":true,]
+//    "check":"ok"|"skipped", ["warning":"..."]}
 // chars counts code points; mb_per_s is UTF-8 bytes / 1e6 per second at the
-// median. Exit codes: 2 usage/load errors, 4 reference failed, 5 IDs differ.
+// median; chunks / threads_used / pool_busy / uncut are the EncodeOutcome of
+// the last timed run (chunks 0: the text was not cut; threads_used 1: one
+// thread encoded it). Exit codes: 2 usage/load errors, 4 reference failed,
+// 5 IDs differ.
+#include <sched.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
@@ -21,6 +38,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -94,12 +112,21 @@ int RunBenchEncode(int argc, char** argv) {
   std::string ref_script = std::string(TOKTIER_SOURCE_DIR) + "/tools/ref_encode.js";
   std::string node = "node";
   int runs = 10;
+  int threads = 1;
+  size_t parallel_min_bytes = core::EncodeOptions{}.parallel_min_bytes;
+  int pin_cpu = -1;
   bool add_special = false, no_check = false;
   app.add_option("--tokenizer", tokenizer_path, "tokenizer.json, tiktoken encoder JSON, or .tiktoken rank file")
       ->required();
   app.add_option("--encoding", encoding, "encoding name for a raw .tiktoken rank file");
   app.add_option("--text", text_path, "UTF-8 text file to encode")->required();
   app.add_option("--runs", runs, "timed runs (after one untimed run)")->check(CLI::Range(1, 100000));
+  app.add_option("--threads", threads, "encode threads (the caller included; > 1: core::EncodePool)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--parallel-min-bytes", parallel_min_bytes,
+                 "shortest text (bytes) the pool encodes in parallel (default 65536)");
+  app.add_option("--pin-cpu", pin_cpu, "pin the calling thread to this CPU (--threads 1 only)")
+      ->check(CLI::Range(0, CPU_SETSIZE - 1));
   app.add_flag("--add-special-tokens", add_special, "encode with add_special_tokens");
   app.add_flag("--no-check", no_check, "skip the reference check (reported in the output)");
   app.add_option("--ref-script", ref_script, "reference encoder script");
@@ -121,22 +148,73 @@ int RunBenchEncode(int argc, char** argv) {
     return 2;
   }
 
+  std::string check = "ok", warning;
+  auto add_warning = [&warning](const std::string& w) { warning += (warning.empty() ? "" : "; ") + w; };
+  if (pin_cpu >= 0) {
+    if (threads > 1) {
+      add_warning("--pin-cpu ignored with --threads > 1");
+    } else {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(pin_cpu, &set);
+      if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        std::fprintf(stderr, "toktier bench encode: cannot pin to CPU %d\n", pin_cpu);
+        return 2;
+      }
+    }
+  }
+  std::unique_ptr<core::EncodePool> pool;
+  core::EncodeOptions options;
+  if (threads > 1) {
+    pool = std::make_unique<core::EncodePool>(threads);
+    options.pool = pool.get();
+    options.parallel_min_bytes = parallel_min_bytes;
+  }
+  core::EncodeOutcome outcome;
+  auto encode = [&](std::vector<uint32_t>& out) {
+    if (pool) {
+      tok->Encode(text, add_special, out, options, &outcome);
+    } else {
+      tok->Encode(text, add_special, out);
+    }
+  };
+  // Prints where `got` first differs from `want` (IDs, 12 from there).
+  auto report_diff = [](const char* what, const std::vector<uint32_t>& got, const char* got_name,
+                        const std::vector<uint32_t>& want, const char* want_name) {
+    size_t i = 0;
+    while (i < want.size() && i < got.size() && want[i] == got[i]) ++i;
+    std::fprintf(stderr, "toktier bench encode: %s at position %zu (%s %zu tokens, %s %zu tokens)\n  %s: ", what,
+                 i, got_name, got.size(), want_name, want.size(), got_name);
+    for (size_t k = i; k < std::min(got.size(), i + 12); ++k) std::fprintf(stderr, "%u ", got[k]);
+    std::fprintf(stderr, "\n  %s: ", want_name);
+    for (size_t k = i; k < std::min(want.size(), i + 12); ++k) std::fprintf(stderr, "%u ", want[k]);
+    std::fprintf(stderr, "\n");
+  };
+
   std::vector<uint32_t> ids;
-  tok->Encode(text, add_special, ids);  // untimed first run; its IDs are checked
+  encode(ids);  // untimed first run; its IDs are checked
   const std::vector<uint32_t> first = ids;
+  if (pool) {
+    // The parallel IDs must be the one-thread IDs.
+    std::vector<uint32_t> single;
+    tok->Encode(text, add_special, single);
+    if (single != first) {
+      report_diff("parallel IDs differ from the one-thread IDs", first, "parallel", single, "one-thread");
+      return 5;
+    }
+  }
 
   // Reference check, once.
-  std::string check = "ok", warning;
   std::string node_path = FindOnPath(node);
   if (no_check) {
     check = "skipped";
-    warning = "reference check disabled (--no-check)";
+    add_warning("reference check disabled (--no-check)");
   } else if (node_path.empty()) {
     check = "skipped";
-    warning = "reference check skipped: node not found";
+    add_warning("reference check skipped: node not found");
   } else if (!std::filesystem::exists(ref_script)) {
     check = "skipped";
-    warning = "reference check skipped: " + ref_script + " not found";
+    add_warning("reference check skipped: " + ref_script + " not found");
   } else {
     std::string tmpl = (std::filesystem::temp_directory_path() / "toktier-bench-XXXXXX").string();
     std::vector<char> dir(tmpl.begin(), tmpl.end());
@@ -178,16 +256,7 @@ int RunBenchEncode(int argc, char** argv) {
       return 4;
     }
     if (ref != first) {
-      size_t i = 0;
-      while (i < ref.size() && i < first.size() && ref[i] == first[i]) ++i;
-      std::fprintf(stderr,
-                   "toktier bench encode: IDs differ from the reference at position %zu "
-                   "(toktier %zu tokens, reference %zu tokens)\n  toktier:  ",
-                   i, first.size(), ref.size());
-      for (size_t k = i; k < std::min(first.size(), i + 12); ++k) std::fprintf(stderr, "%u ", first[k]);
-      std::fprintf(stderr, "\n  reference: ");
-      for (size_t k = i; k < std::min(ref.size(), i + 12); ++k) std::fprintf(stderr, "%u ", ref[k]);
-      std::fprintf(stderr, "\n");
+      report_diff("IDs differ from the reference", first, "toktier", ref, "reference");
       return 5;
     }
   }
@@ -197,26 +266,34 @@ int RunBenchEncode(int argc, char** argv) {
   for (int r = 0; r < runs; ++r) {
     ids.clear();
     auto t0 = std::chrono::steady_clock::now();
-    tok->Encode(text, add_special, ids);
+    encode(ids);
     auto t1 = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
-    if (ids.size() != first.size()) {
-      std::fprintf(stderr, "toktier bench encode: run %d gave %zu tokens, first run %zu\n", r, ids.size(),
-                   first.size());
+    if (ids != first) {
+      std::string what = "timed run " + std::to_string(r) + " gave other IDs than the first run";
+      report_diff(what.c_str(), ids, "this run", first, "first run");
       return 5;
     }
   }
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
   double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
-  size_t p90i = static_cast<size_t>(std::ceil(0.9 * static_cast<double>(n))) - 1;
-  double p90 = ms[std::min(p90i, n - 1)];
+  auto quantile = [&](double q) {
+    size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
+    return ms[std::min(i == 0 ? 0 : i - 1, n - 1)];
+  };
+  double p90 = quantile(0.9), p99 = quantile(0.99);
   double mbps = median > 0 ? static_cast<double>(text.size()) / 1e6 / (median / 1e3) : 0;
 
   std::string outj = "{\"chars\":" + std::to_string(CountCodePoints(text)) +
                      ",\"bytes\":" + std::to_string(text.size()) + ",\"tokens\":" + std::to_string(first.size()) +
-                     ",\"ms_median\":" + Fmt3(median) + ",\"ms_p90\":" + Fmt3(p90) + ",\"mb_per_s\":" + Fmt3(mbps) +
-                     ",\"runs\":" + std::to_string(runs) + ",\"check\":\"" + check + "\"";
+                     ",\"ms_median\":" + Fmt3(median) + ",\"ms_p90\":" + Fmt3(p90) + ",\"ms_p99\":" + Fmt3(p99) + ",\"ms_min\":" + Fmt3(ms[0]) +
+                     ",\"mb_per_s\":" + Fmt3(mbps) + ",\"runs\":" + std::to_string(runs) +
+                     ",\"threads\":" + std::to_string(threads) + ",\"chunks\":" + std::to_string(outcome.chunks) +
+                     ",\"threads_used\":" + std::to_string(outcome.threads);
+  if (outcome.pool_busy) outj += ",\"pool_busy\":true";
+  if (outcome.uncut) outj += ",\"uncut\":true";
+  outj += ",\"check\":\"" + check + "\"";
   if (!warning.empty()) outj += ",\"warning\":" + nlohmann::json(warning).dump();
   outj += "}\n";
   std::fputs(outj.c_str(), stdout);

@@ -145,7 +145,7 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
   static const char* kKnown[] = {"listen", "port", "io_threads", "workers", "worker_queue_capacity", "models",
                                  "large_prompt_bytes", "large_workers", "backends", "session_headers",
                                  "implicit_sessions", "state", "limits", "health", "guard", "shadow_sample_rate",
-                                 "store", "log_requests", "chat_forward"};
+                                 "store", "log_requests", "chat_forward", "encode", "gpu"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool ok = false;
     for (const char* k : kKnown) ok |= it.key() == k;
@@ -204,6 +204,17 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
         !Get(*it, "extra_canaries", &c->guard_extra_canaries, error))
       return false;
   }
+  if (auto it = j.find("encode"); it != j.end()) {
+    if (!Get(*it, "threads", &c->encode_threads, error) ||
+        !Get(*it, "parallel_min_bytes", &c->encode_parallel_min_bytes, error))
+      return false;
+  }
+  if (auto it = j.find("gpu"); it != j.end()) {
+    if (!Get(*it, "enabled", &c->gpu_enabled, error) || !Get(*it, "min_bytes", &c->gpu_min_bytes, error) ||
+        !Get(*it, "max_bytes", &c->gpu_max_bytes, error) ||
+        !Get(*it, "queue_capacity", &c->gpu_queue_capacity, error) || !Get(*it, "device", &c->gpu_device, error))
+      return false;
+  }
   if (auto it = j.find("store"); it != j.end()) {
     if (!Get(*it, "data_dir", &c->data_dir, error) ||
         !Get(*it, "memory_budget_bytes", &c->memory_budget_bytes, error) ||
@@ -253,6 +264,16 @@ bool ApplyConfigEnv(Config* c, std::string* error) {
     }
   }
   if (const char* v = env("TOKTIER_SHADOW_SAMPLE_RATE")) c->shadow_sample_rate = std::atof(v);
+  if (const char* v = env("TOKTIER_ENCODE_THREADS")) {
+    if (!to_int("TOKTIER_ENCODE_THREADS", v, 0, 256, &x)) return false;
+    c->encode_threads = static_cast<int>(x);
+  }
+  if (const char* v = env("TOKTIER_GPU")) {
+    if (!ParseBool(v, &c->gpu_enabled)) {
+      *error = "TOKTIER_GPU: expected true/false";
+      return false;
+    }
+  }
   if (const char* v = env("TOKTIER_CHAT_FORWARD")) {
     if (!ValidChatForward(v)) {
       *error = "TOKTIER_CHAT_FORWARD: expected text|completions|sglang|dynamo|vllm";
@@ -267,7 +288,7 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   CLI::App app{"toktier serve: tokenizing reverse proxy for OpenAI-compatible engines"};
   std::string config_path, listen, backends, data_dir;
   std::vector<std::string> model_specs;
-  int port = -1, io_threads = 0, workers = 0;
+  int port = -1, io_threads = 0, workers = 0, encode_threads = -1;
   std::string state;
   double shadow = -1;
   app.add_option("--config", config_path, "JSON config file (see docs/proxy.md)");
@@ -275,6 +296,8 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   app.add_option("--port", port, "listen port (default 8000)");
   app.add_option("--io-threads", io_threads, "I/O threads");
   app.add_option("--workers", workers, "tokenization worker threads");
+  app.add_option("--encode-threads", encode_threads,
+                 "threads for full tokenizations of long prompts (0 = one per core, 1 = off)");
   app.add_option("--backends", backends, "comma-separated backend URLs (http://host:port)");
   app.add_option("--model", model_specs, "NAME=TOKENIZER_PATH (repeatable; replaces the configured models)");
   app.add_option("--data-dir", data_dir, "state store directory ('' = memory only)");
@@ -321,6 +344,7 @@ int LoadServeConfig(int argc, char** argv, Config* config) {
   }
   if (io_threads > 0) config->io_threads = io_threads;
   if (workers > 0) config->workers = workers;
+  if (encode_threads >= 0) config->encode_threads = encode_threads;
   if (!backends.empty()) config->backends = SplitComma(backends);
   if (app.count("--data-dir")) config->data_dir = data_dir;
   if (!state.empty() && !ParseBool(state, &config->state_enabled)) {

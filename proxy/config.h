@@ -53,6 +53,24 @@ struct Config {
   // full -> forward text). 0: no large lane, every job on its worker.
   int large_workers = 1;
 
+  // Full tokenizations (state misses, stateless prompts) of at least
+  // encode_parallel_min_bytes are cut at proven cut points and encoded on
+  // encode_threads threads (core::EncodePool, one text at a time; a miss
+  // that finds it busy is encoded by its worker alone, counted in
+  // toktier_encode_parallel_total). 0: one per core. 1: off. Default 0.
+  int encode_threads = 0;
+  size_t encode_parallel_min_bytes = size_t{64} << 10;  // default 64 KiB
+
+  // The GPU path (gpu/, mirrors gpu::GpuOptions): misses of at least
+  // gpu_min_bytes go to the device when one is present and the model's
+  // family is supported; every other case takes the CPU path, counted by
+  // reason in toktier_gpu_route_total. Defaults: on, 2 KiB, 8 MiB, 2, 0.
+  bool gpu_enabled = true;
+  size_t gpu_min_bytes = 2048;
+  size_t gpu_max_bytes = size_t{8} << 20;
+  size_t gpu_queue_capacity = 2;
+  int gpu_device = 0;
+
   std::vector<ModelConfig> models;
   // Default of every model's chat_forward (see ModelConfig). Default "text".
   std::string chat_forward = "text";

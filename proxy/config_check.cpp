@@ -61,6 +61,13 @@ std::string ConfigToJson(const Config& c) {
       {"worker_queue_capacity", c.worker_queue_capacity},
       {"large_prompt_bytes", c.large_prompt_bytes},
       {"large_workers", c.large_workers},
+      {"encode", {{"threads", c.encode_threads}, {"parallel_min_bytes", c.encode_parallel_min_bytes}}},
+      {"gpu",
+       {{"enabled", c.gpu_enabled},
+        {"min_bytes", c.gpu_min_bytes},
+        {"max_bytes", c.gpu_max_bytes},
+        {"queue_capacity", c.gpu_queue_capacity},
+        {"device", c.gpu_device}}},
       {"backends", c.backends},
       {"models", models},
       {"chat_forward", c.chat_forward},
@@ -126,6 +133,10 @@ bool CheckConfig(const Config& c, std::string* summary, std::string* error) {
       {"store.chunk_bytes", static_cast<long long>(c.chunk_bytes)},
       {"store.rocksdb_write_buffer_bytes", static_cast<long long>(c.rocksdb_write_buffer_bytes)},
       {"store.rocksdb_block_cache_bytes", static_cast<long long>(c.rocksdb_block_cache_bytes)},
+      {"encode.parallel_min_bytes", static_cast<long long>(c.encode_parallel_min_bytes)},
+      {"gpu.min_bytes", static_cast<long long>(c.gpu_min_bytes)},
+      {"gpu.max_bytes", static_cast<long long>(c.gpu_max_bytes)},
+      {"gpu.queue_capacity", static_cast<long long>(c.gpu_queue_capacity)},
   };
   for (const auto& p : positives) {
     if (p.value <= 0) {
@@ -135,6 +146,14 @@ bool CheckConfig(const Config& c, std::string* summary, std::string* error) {
   }
   if (c.large_workers < 0) {
     *error = "large_workers: must be 0 or more";
+    return false;
+  }
+  if (c.encode_threads < 0 || c.encode_threads > 256) {
+    *error = "encode.threads: must be within [0, 256] (0 = one per core)";
+    return false;
+  }
+  if (c.gpu_device < 0) {
+    *error = "gpu.device: must be 0 or more";
     return false;
   }
   if (!(c.shadow_sample_rate >= 0.0 && c.shadow_sample_rate <= 1.0)) {

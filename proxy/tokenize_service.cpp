@@ -108,11 +108,28 @@ bool TokenizeService::Init(std::string* error) {
       return false;
     }
     m->chat = std::move(chat);
+    if (config_.gpu_enabled && gpu::DevicePresent()) {
+      gpu::GpuOptions go;
+      go.min_bytes = config_.gpu_min_bytes;
+      go.max_bytes = config_.gpu_max_bytes;
+      go.queue_capacity = config_.gpu_queue_capacity;
+      go.device = config_.gpu_device;
+      m->gpu = gpu::GpuEncoder::Create(m->tokenizer, go);
+    }
     by_name_[mc.name] = m.get();
     for (const auto& a : mc.aliases) by_name_.emplace(a, m.get());
     metrics_->gauge(metrics::Id::kGuardTextMode, {mc.name}).Set(0);
     models_.push_back(std::move(m));
   }
+  const int encode_threads =
+      config_.encode_threads > 0 ? config_.encode_threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (encode_threads > 1) encode_pool_ = std::make_unique<core::EncodePool>(encode_threads);
+  for (size_t r = 0; r < gpu::kRouteCount; ++r) {
+    gpu_routes_[r] = metrics_->counter(metrics::Id::kGpuRoutes, {gpu::RouteName(static_cast<gpu::Route>(r))});
+  }
+  encode_parallel_ = metrics_->counter(metrics::Id::kEncodeParallel, {"parallel"});
+  encode_pool_busy_ = metrics_->counter(metrics::Id::kEncodeParallel, {"pool_busy"});
+  encode_uncut_ = metrics_->counter(metrics::Id::kEncodeParallel, {"uncut"});
   if (config_.state_enabled) {
     store::StoreOptions so;
     so.path = config_.data_dir;
@@ -252,6 +269,45 @@ std::string TokenizeService::NewImplicitKey(const std::string& tenant) {
   uint64_t in[3] = {key_salt_[0], key_salt_[1], n};
   XXH128_hash_t h = XXH3_128bits(in, sizeof in);
   return tenant + "i:" + Hex(h.high64) + Hex(h.low64);
+}
+
+core::EncodeOptions TokenizeService::EncodeOpts() const {
+  core::EncodeOptions e;
+  e.pool = encode_pool_.get();
+  e.parallel_min_bytes = config_.encode_parallel_min_bytes;
+  return e;
+}
+
+void TokenizeService::CountEncode(const core::EncodeOutcome& e) {
+  if (e.chunks == 0 && !e.pool_busy) return;  // not long enough for the pool (or no pool)
+  (e.pool_busy ? encode_pool_busy_ : e.threads > 1 ? encode_parallel_ : encode_uncut_).Inc();
+}
+
+bool TokenizeService::TryGpu(ModelRuntime* model, core::TokenState& st, std::string_view text, bool add_special) {
+  if (!config_.gpu_enabled) return false;
+  if (!model->gpu) {
+    // No device (or none usable): counted like the encoder would.
+    const gpu::Route r = text.size() < config_.gpu_min_bytes ? gpu::Route::kBelowThreshold : gpu::Route::kNoDevice;
+    gpu_routes_[static_cast<size_t>(r)].Inc();
+    return false;
+  }
+  const gpu::Route r = model->gpu->TryReset(text, add_special, st);
+  gpu_routes_[static_cast<size_t>(r)].Inc();
+  return r == gpu::Route::kDevice;
+}
+
+core::RepairOutcome TokenizeService::FullEncode(ModelRuntime* model, core::TokenState& st, std::string_view text,
+                                                bool add_special, bool quarantined, core::FullReason reason) {
+  core::RepairOutcome o;
+  o.path = core::RepairPath::kFull;
+  o.full_reason = reason;
+  if (quarantined || !TryGpu(model, st, text, add_special)) {
+    core::Repairer::Reset(*model->tokenizer, st, text, add_special, /*generic_path=*/quarantined, EncodeOpts(),
+                          &o.encode);
+    CountEncode(o.encode);
+  }
+  o.fresh_tokens = st.ids().size();
+  return o;
 }
 
 void TokenizeService::CountTenant(uint64_t tenant) {
@@ -649,7 +705,14 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
     text.clear();
     if (!UnescapeJsonString(raw, &text, 0, nullptr, error)) return nullptr;
     std::vector<uint32_t> ids;
-    tok.Encode(text, add_special, ids);
+    core::TokenState gst;
+    if (TryGpu(job.model, gst, text, add_special)) {
+      ids = gst.ids();
+    } else {
+      core::EncodeOutcome eo;
+      tok.Encode(text, add_special, ids, EncodeOpts(), &eo);
+      CountEncode(eo);
+    }
     auto t1 = Clock::now();
     std::string_view reason = !store_ ? "stateless" : "no_session";
     metrics_->counter(metrics::Id::kRepairOutcomes, {"full"}).Inc();
@@ -677,10 +740,23 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
   metrics_->counter(metrics::Id::kStateLookups, {hit ? "hit" : "miss", session_kind, tenant_kind}).Inc();
   if (!st) st = std::make_shared<core::TokenState>();
   const size_t n_before = st->ids().size();
-  core::RepairOptions opt;
-  opt.allow_fast_path = !quarantined;
-  opt.known_common_prefix = known_prefix;
-  core::RepairOutcome o = core::Repairer::Update(tok, *st, text, add_special, opt);
+  core::RepairOutcome o;
+  // A miss that repair could not avoid anyway goes straight to the full
+  // path, where the GPU may take it.
+  const core::FullReason miss = st->empty()                                   ? core::FullReason::kNoState
+                                : st->version_hash() != tok.version_hash()    ? core::FullReason::kVersionMismatch
+                                : st->add_special_tokens() != add_special     ? core::FullReason::kSpecialsMismatch
+                                                                              : core::FullReason::kNone;
+  if (miss != core::FullReason::kNone && !quarantined) {
+    o = FullEncode(job.model, *st, text, add_special, quarantined, miss);
+  } else {
+    core::RepairOptions opt;
+    opt.allow_fast_path = !quarantined;
+    opt.known_common_prefix = known_prefix;
+    opt.encode = EncodeOpts();
+    o = core::Repairer::Update(tok, *st, text, add_special, opt);
+    if (o.path == core::RepairPath::kFull) CountEncode(o.encode);
+  }
   auto t1 = Clock::now();
   const std::string_view path = core::RepairPathName(o.path);
   metrics_->counter(metrics::Id::kRepairOutcomes, {path}).Inc();

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/core.h"
+#include "gpu/gpu.h"
 #include "metrics/metrics.h"
 #include "proxy/chat_forward.h"
 #include "proxy/completion_request.h"
@@ -36,6 +37,7 @@ struct ModelRuntime {
   std::shared_ptr<const core::Tokenizer> tokenizer;
   std::shared_ptr<const ChatModel> chat;  // /v1/chat/completions (proxy/chat_forward.h)
   std::atomic<bool> guard_text_mode{false};  // set by the compatibility guard
+  std::unique_ptr<gpu::GpuEncoder> gpu;      // null without a device (or gpu.enabled false)
   bool ForwardIds() const { return config.forward_ids && !guard_text_mode.load(std::memory_order_relaxed); }
 };
 
@@ -231,6 +233,16 @@ class TokenizeService {
                    const std::vector<uint32_t>& ids);
   static size_t ShadowCharge(size_t text_bytes);
   void CountTenant(uint64_t tenant);
+  // A full tokenization of `text` into *st (a miss): the GPU when it takes
+  // it, else the CPU (the encode pool for long texts); routes and pool use
+  // counted. Returns the repair outcome a full tokenization reports.
+  core::RepairOutcome FullEncode(ModelRuntime* model, core::TokenState& st, std::string_view text, bool add_special,
+                                 bool quarantined, core::FullReason reason);
+  // Counts how a long full tokenization used the pool.
+  void CountEncode(const core::EncodeOutcome& e);
+  // Offers a miss to the GPU path (counted); true when it filled *st.
+  bool TryGpu(ModelRuntime* model, core::TokenState& st, std::string_view text, bool add_special);
+  core::EncodeOptions EncodeOpts() const;
 
   const Config& config_;
   metrics::Metrics* metrics_;
@@ -238,6 +250,11 @@ class TokenizeService {
   std::unordered_map<std::string, ModelRuntime*> by_name_;
   std::unique_ptr<store::StateStore> store_;
   std::unique_ptr<core::ShadowVerifier> shadow_;
+  // Long full tokenizations on all cores (config encode.threads; null: off).
+  std::unique_ptr<core::EncodePool> encode_pool_;
+  // Counter handles of the per-request route metrics (made once in Init).
+  metrics::Counter gpu_routes_[gpu::kRouteCount];
+  metrics::Counter encode_parallel_, encode_pool_busy_, encode_uncut_;
   SessionIndex index_;
   std::vector<std::unique_ptr<Worker>> workers_;
   LargeLane large_;

@@ -17,6 +17,7 @@ APT_PACKAGES=(
   libboost1.81-dev nlohmann-json3-dev librocksdb-dev prometheus-cpp-dev doctest-dev
   libsimdjson-dev libpcre2-dev libutf8proc-dev libxxhash-dev libcli11-dev
   nodejs npm wrk hyperfine unzip curl
+  gnuplot-nox  # tools/plot_encode.sh: the benchmark charts
   nginx prometheus  # deploy tests: the scale-out balancer, promtool (helm comes from npm)
 )
 

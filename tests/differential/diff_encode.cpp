@@ -6,7 +6,9 @@
 //               --corpus FILE --ref FILE [--label NAME] [--max-report N]
 //
 // Also checks that EncodeWithEnds gives the same IDs as Encode and that the
-// token ends are non-decreasing and inside the text.
+// token ends are non-decreasing and inside the text, and (issue 13) that the
+// parallel path (a 2-thread pool, texts cut into chunks of 256 bytes, so
+// nearly every text is cut) gives the same IDs and ends.
 // On a divergence prints the text index, its kind, the first differing token
 // position, a snippet of the text around it and both ID sequences there.
 // Always ends with one line: TOTALS {"label",..,"texts","ids","divergences",..}.
@@ -127,7 +129,14 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  size_t texts = 0, ids_compared = 0, divergences = 0, ends_errors = 0, bytes = 0;
+  size_t texts = 0, ids_compared = 0, divergences = 0, ends_errors = 0, parallel_errors = 0, parallel_cut = 0,
+         bytes = 0;
+  toktier::core::EncodePool pool(2);
+  toktier::core::EncodeOptions parallel;
+  parallel.pool = &pool;
+  parallel.parallel_min_bytes = 0;
+  parallel.chunk_bytes = 256;
+  std::vector<uint32_t> pids, pends;
   double encode_ms = 0;
   std::string cline, rline;
   std::vector<uint32_t> ids, ids2, ends, want;
@@ -192,6 +201,19 @@ int main(int argc, char** argv) {
         if (text.size() <= 400) std::fprintf(stderr, "  whole text (JSON): %s\n", nlohmann::json(text).dump().c_str());
       }
     }
+    toktier::core::EncodeOutcome oc;
+    pids.clear();
+    pends.clear();
+    tok->EncodeWithEnds(text, add_special, pids, pends, parallel, &oc);
+    parallel_cut += oc.chunks > 1;
+    if (pids != ids2 || pends != ends) {
+      ++parallel_errors;
+      if (static_cast<long>(parallel_errors) <= max_report) {
+        std::fprintf(stderr, "PARALLEL ERROR [%s] text #%zu (kind %s, %zu bytes, %zu chunks): %s differ%s\n",
+                     label.c_str(), index, kind.c_str(), text.size(), oc.chunks, pids != ids2 ? "ids" : "ends",
+                     text.size() <= 400 ? (" " + nlohmann::json(text).dump()).c_str() : "");
+      }
+    }
     bool ends_ok = ids2 == ids && ends.size() == ids2.size();
     for (size_t k = 0; ends_ok && k < ends.size(); ++k) {
       if (ends[k] > text.size() || (k > 0 && ends[k] < ends[k - 1])) ends_ok = false;
@@ -212,8 +234,8 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "TOTALS {\"label\":%s,\"add_special_tokens\":%s,\"texts\":%zu,\"bytes\":%zu,\"ids\":%zu,\"divergences\":%zu,"
-      "\"ends_errors\":%zu,\"encode_ms\":%.1f}\n",
+      "\"ends_errors\":%zu,\"parallel_errors\":%zu,\"parallel_cut_texts\":%zu,\"encode_ms\":%.1f}\n",
       nlohmann::json(label).dump().c_str(), add_special ? "true" : "false", texts, bytes, ids_compared, divergences,
-      ends_errors, encode_ms);
-  return divergences == 0 && ends_errors == 0 ? 0 : 1;
+      ends_errors, parallel_errors, parallel_cut, encode_ms);
+  return divergences == 0 && ends_errors == 0 && parallel_errors == 0 ? 0 : 1;
 }

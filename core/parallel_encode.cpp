@@ -1,0 +1,188 @@
+// Full tokenization on several threads: EncodePool (fork-join, the caller
+// takes part, workers woken together) and TokenizerImpl::EncodeFull, which
+// cuts a long text into work items (PlanWork: added tokens, then chunks cut
+// at content boundaries) and encodes contiguous groups of them in parallel.
+// Each group's output is what the one-thread loop would append for those
+// items, so concatenating the groups gives the one-thread result exactly.
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/tokenizer_impl.h"
+
+namespace toktier::core {
+
+struct EncodePool::Impl {
+  std::mutex run_mu;  // one Run at a time
+  std::mutex mu;
+  std::condition_variable wake, done;
+  uint64_t generation = 0;
+  const std::function<void(size_t)>* task = nullptr;  // null between runs
+  size_t tasks = 0;
+  size_t next = 0;       // next task index to claim
+  size_t finished = 0;   // tasks completed
+  int participants = 0;  // workers inside the current run
+  bool stopping = false;
+  std::vector<std::thread> workers;
+
+  // Claims and runs tasks of the current run until none is left.
+  void Drain(std::unique_lock<std::mutex>& lock, const std::function<void(size_t)>* fn, size_t n) {
+    while (next < n) {
+      const size_t i = next++;
+      lock.unlock();
+      (*fn)(i);
+      lock.lock();
+      ++finished;
+    }
+  }
+
+  void WorkerLoop() {
+    std::unique_lock<std::mutex> lock(mu);
+    uint64_t seen = 0;
+    for (;;) {
+      wake.wait(lock, [&] { return stopping || generation != seen; });
+      if (stopping) return;
+      seen = generation;
+      if (task == nullptr) continue;  // woke after the run ended
+      const std::function<void(size_t)>* fn = task;
+      const size_t n = tasks;
+      ++participants;
+      Drain(lock, fn, n);
+      --participants;
+      if (finished == n && participants == 0) done.notify_all();
+    }
+  }
+};
+
+EncodePool::EncodePool(int threads) : impl_(std::make_unique<Impl>()) {
+  for (int i = 1; i < threads; ++i) impl_->workers.emplace_back([this] { impl_->WorkerLoop(); });
+}
+
+EncodePool::~EncodePool() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    impl_->stopping = true;
+  }
+  impl_->wake.notify_all();
+  for (auto& t : impl_->workers) t.join();
+}
+
+int EncodePool::threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
+
+bool EncodePool::Run(size_t n, const std::function<void(size_t)>& task) {
+  std::unique_lock<std::mutex> run(impl_->run_mu, std::try_to_lock);
+  if (!run.owns_lock()) return false;
+  Impl& p = *impl_;
+  std::unique_lock<std::mutex> lock(p.mu);
+  p.task = &task;
+  p.tasks = n;
+  p.next = 0;
+  p.finished = 0;
+  ++p.generation;
+  lock.unlock();
+  p.wake.notify_all();
+  lock.lock();
+  p.Drain(lock, &task, n);
+  // Workers still inside the run hold `task`: wait until they have left.
+  p.done.wait(lock, [&] { return p.finished == n && p.participants == 0; });
+  p.task = nullptr;
+  return true;
+}
+
+void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, Path path, const Sink& out,
+                               const EncodeOptions* options, EncodeOutcome* outcome) const {
+  out.ids.clear();
+  if (out.ends) out.ends->clear();
+  if (out.added) out.added->clear();
+  EncodeOutcome local;
+  EncodeOutcome& oc = outcome ? *outcome : local;
+  oc = EncodeOutcome{};
+  const bool specials = add_special_tokens && !tiktoken_;
+  if (specials) {
+    out.ids.insert(out.ids.end(), prefix_ids_.begin(), prefix_ids_.end());
+    if (out.ends) out.ends->insert(out.ends->end(), prefix_ids_.size(), 0);
+  }
+  EncodePool* pool = options ? options->pool : nullptr;
+  const bool parallel = pool != nullptr && pool->threads() > 1 && path == Path::kFast &&
+                        text.size() >= std::max<size_t>(options->parallel_min_bytes, 2);
+  std::vector<WorkItem> items;
+  if (!parallel) {
+    PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, kChunkBytes, items, nullptr);
+    EncodeWork(text, items.data(), items.data() + items.size(), path, out);
+  } else {
+    // Chunks small enough to balance the threads, large enough that each
+    // costs far more than claiming it.
+    const int threads = pool->threads();
+    const size_t chunk = options->chunk_bytes > 0
+                             ? options->chunk_bytes
+                             : std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * 4), size_t{4} << 10,
+                                                  kChunkBytes);
+    bool uncut = false;
+    PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
+    oc.uncut = uncut;
+    oc.chunks = 0;
+    for (const WorkItem& w : items) oc.chunks += !w.is_added;
+    // Contiguous groups of about equal bytes, one per thread; group 0 writes
+    // straight into `out`, the others into their own vectors.
+    std::vector<size_t> group_begin{0};
+    const size_t per_group = text.size() / static_cast<size_t>(threads) + 1;
+    size_t bytes = 0;
+    for (size_t i = 0; i < items.size(); ++i) {
+      bytes += items[i].end - items[i].begin;
+      if (bytes >= per_group * group_begin.size() && group_begin.size() < static_cast<size_t>(threads) &&
+          i + 1 < items.size()) {
+        group_begin.push_back(i + 1);
+      }
+    }
+    group_begin.push_back(items.size());
+    const size_t groups = group_begin.size() - 1;
+    struct Part {
+      std::vector<uint32_t> ids, ends;
+      std::vector<TextSpan> added;
+    };
+    std::vector<Part> parts(groups);
+    auto run_group = [&](size_t g) {
+      const WorkItem* first = items.data() + group_begin[g];
+      const WorkItem* last = items.data() + group_begin[g + 1];
+      if (g == 0) {
+        EncodeWork(text, first, last, path, out);
+        return;
+      }
+      Part& part = parts[g];
+      EncodeWork(text, first, last, path, Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
+    };
+    if (groups > 1 && pool->Run(groups, run_group)) {
+      oc.threads = static_cast<int>(std::min<size_t>(groups, static_cast<size_t>(threads)));
+      size_t total = out.ids.size();
+      for (size_t g = 1; g < groups; ++g) total += parts[g].ids.size();
+      out.ids.reserve(total + suffix_ids_.size());
+      if (out.ends) out.ends->reserve(total + suffix_ids_.size());
+      for (size_t g = 1; g < groups; ++g) {
+        out.ids.insert(out.ids.end(), parts[g].ids.begin(), parts[g].ids.end());
+        if (out.ends) out.ends->insert(out.ends->end(), parts[g].ends.begin(), parts[g].ends.end());
+        if (out.added) out.added->insert(out.added->end(), parts[g].added.begin(), parts[g].added.end());
+      }
+    } else {
+      oc.pool_busy = groups > 1;
+      EncodeWork(text, items.data(), items.data() + items.size(), path, out);
+    }
+  }
+  if (specials) {
+    out.ids.insert(out.ids.end(), suffix_ids_.begin(), suffix_ids_.end());
+    if (out.ends) out.ends->insert(out.ends->end(), suffix_ids_.size(), static_cast<uint32_t>(text.size()));
+  }
+}
+
+void Tokenizer::Encode(std::string_view text, bool add_special_tokens, std::vector<uint32_t>& ids,
+                       const EncodeOptions& options, EncodeOutcome* outcome) const {
+  impl_->EncodeFull(text, add_special_tokens, TokenizerImpl::Path::kFast, {ids}, &options, outcome);
+}
+
+void Tokenizer::EncodeWithEnds(std::string_view text, bool add_special_tokens, std::vector<uint32_t>& ids,
+                               std::vector<uint32_t>& ends, const EncodeOptions& options,
+                               EncodeOutcome* outcome) const {
+  impl_->EncodeFull(text, add_special_tokens, TokenizerImpl::Path::kFast, {ids, &ends}, &options, outcome);
+}
+
+}  // namespace toktier::core

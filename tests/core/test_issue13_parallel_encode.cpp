@@ -1,0 +1,264 @@
+// Issue 13: full tokenization cut into chunks (core/parallel_encode.cpp,
+// TokenizerImpl::PlanWork) gives exactly the one-thread result.
+//  (a) The cut rule, exhaustively: every string up to 5 characters over a
+//      representative alphabet (plus added tokens), encoded with chunks of
+//      one byte (a cut at EVERY accepted cut point) on a 2-thread pool,
+//      equals the generic path's encoding (the in-project reference, which
+//      never cuts), IDs, ends and added spans.
+//  (b) Long texts (the shared workloads, synthetic code/prose, texts that are
+//      not NFC in places, long pieces without a cut point) on 2 and 3
+//      threads with the default and small chunks equal the one-thread fast
+//      path; the outcome reports the chunks and threads, or why not.
+//  (c) The pool: concurrent callers never share a run (a busy pool makes the
+//      caller encode alone, counted), and Run covers every task once.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/tokenizer_impl.h"
+#include "test_support.h"
+
+namespace core = toktier::core;
+
+namespace {
+
+struct Encoded {
+  std::vector<uint32_t> ids, ends;
+  std::vector<core::TextSpan> added;
+  bool operator==(const Encoded&) const = default;
+};
+
+Encoded EncodeGeneric(const core::Tokenizer& tok, std::string_view text, bool add_special) {
+  Encoded e;
+  tok.impl().EncodeFull(text, add_special, core::TokenizerImpl::Path::kGeneric, {e.ids, &e.ends, &e.added});
+  return e;
+}
+
+Encoded EncodeWith(const core::Tokenizer& tok, std::string_view text, bool add_special,
+                   const core::EncodeOptions* options, core::EncodeOutcome* outcome = nullptr) {
+  Encoded e;
+  tok.impl().EncodeFull(text, add_special, core::TokenizerImpl::Path::kFast, {e.ids, &e.ends, &e.added}, options,
+                        outcome);
+  return e;
+}
+
+// Appends every string of exactly `len` symbols over `alphabet`.
+void Enumerate(const std::vector<std::string>& alphabet, size_t len, std::string& prefix, std::vector<std::string>& out) {
+  if (len == 0) {
+    out.push_back(prefix);
+    return;
+  }
+  for (const std::string& a : alphabet) {
+    const size_t keep = prefix.size();
+    prefix += a;
+    Enumerate(alphabet, len - 1, prefix, out);
+    prefix.resize(keep);
+  }
+}
+
+struct Case {
+  const char* name;
+  std::vector<std::string> alphabet;
+};
+
+// The alphabet: classes every family's rules distinguish (letters of both
+// cases, digits, punctuation, apostrophe, space, newline, tab, a non-ASCII
+// letter, a combining mark, CJK, a character NFC rewrites) and, per
+// tokenizer, a piece of an added token.
+std::vector<std::string> BaseAlphabet() {
+  return {"a", "B", "1", ".", "'", " ", "\n", "\t", "\xC3\xA9" /* é */, "\xCC\x81" /* U+0301 */,
+          "\xE4\xB8\x80" /* 一 */, "s"};
+}
+
+}  // namespace
+
+TEST_CASE("issue 13: cutting at every accepted point equals the uncut reference (exhaustive)") {
+  const std::vector<std::pair<std::string, std::string>> tokenizers = {
+      {"llama3", "<|eot_id|>"},
+      {"qwen3", "<|im_end|>"},
+      {"tiktoken:o200k_base", "<|endoftext|>"},
+      {"deepseek_v3", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>"},  // a normalized added token
+      {"tiktoken:r50k_base", "<|endoftext|>"},                             // GPT-2 pattern
+      {"llama2", ""},                                                      // no pre-tokenizer
+  };
+  core::EncodePool pool(2);
+  core::EncodeOptions opt;
+  opt.pool = &pool;
+  opt.parallel_min_bytes = 0;
+  opt.chunk_bytes = 1;
+  for (const auto& [name, added] : tokenizers) {
+    auto tok = toktier::test::LoadTokenizer(name);
+    if (!tok) continue;
+    std::vector<std::string> alphabet = BaseAlphabet();
+    if (!added.empty()) alphabet.push_back(added);
+    std::vector<std::string> texts;
+    std::string prefix;
+    const size_t max_len = name == "llama2" ? 4 : 5;
+    for (size_t len = 3; len <= max_len; ++len) Enumerate(alphabet, len, prefix, texts);
+    size_t checked = 0, cut_texts = 0, failures = 0;
+    for (const std::string& text : texts) {
+      for (bool add_special : {false, true}) {
+        core::EncodeOutcome oc;
+        const Encoded got = EncodeWith(*tok, text, add_special, &opt, &oc);
+        const Encoded want = EncodeGeneric(*tok, text, add_special);
+        ++checked;
+        cut_texts += oc.chunks > 1;
+        if (!(got == want) && failures++ < 5) {
+          FAIL_CHECK(name << ": cut encoding differs for " << nlohmann::json(text).dump()
+                          << " add_special=" << add_special);
+        }
+      }
+    }
+    MESSAGE(name << ": " << checked << " encodings, " << cut_texts << " cut into several chunks");
+    CHECK(failures == 0);
+    CHECK(cut_texts > checked / 4);  // the enumeration really exercises cuts
+  }
+}
+
+namespace {
+
+std::vector<std::string> LongTexts() {
+  std::vector<std::string> texts;
+  const std::string dir = toktier::test::SharedWorkloadsDir();
+  if (!dir.empty()) {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      if (!e.is_regular_file() || e.file_size() < (size_t{64} << 10) || n >= 6) continue;
+      auto t = toktier::test::ReadFile(e.path().string());
+      if (t && core::FindInvalidUtf8(*t) == std::string::npos) {
+        texts.push_back(std::move(*t));
+        ++n;
+      }
+    }
+  }
+  std::mt19937 rng(13);
+  const std::vector<std::string> words = {"int", " main", "(", "void", ")", " {\n", "    return", " 0", ";\n", "}\n",
+                                          " The", " tokenizer", "'s", " state", ",", " caf\xC3\xA9", " 123456",
+                                          "\n\n", "  ", "\xE4\xB8\x80\xE4\xBA\x8C", " naïve", "<|im_end|>",
+                                          "<|eot_id|>", "\t", "!!!", " don't", " HTTP", "Server"};
+  std::string synth;
+  while (synth.size() < (size_t{600} << 10)) synth += words[rng() % words.size()];
+  texts.push_back(synth);
+  // Not NFC in a few places (e + U+0301, Angstrom sign, Greek oxia): only
+  // those chunks are normalized.
+  std::string nonnfc = synth;
+  for (size_t at = 1000; at < nonnfc.size(); at += 97 * 1024) {
+    while ((static_cast<unsigned char>(nonnfc[at]) & 0xC0) == 0x80) ++at;
+    nonnfc.insert(at, " e\xCC\x81\xE2\x84\xAB\xE1\xBD\xB1 ");
+  }
+  texts.push_back(nonnfc);
+  // One long piece without any cut point, then ordinary text.
+  texts.push_back(std::string(200000, 'x') + " " + synth.substr(0, 100000));
+  // Runs of spaces and newlines far longer than a chunk.
+  texts.push_back(std::string(150000, ' ') + "a" + std::string(150000, '\n') + "b");
+  return texts;
+}
+
+}  // namespace
+
+TEST_CASE("issue 13: long texts on 2 and 3 threads equal one thread") {
+  const auto texts = LongTexts();
+  REQUIRE(texts.size() >= 4);
+  for (const std::string name : {"llama3", "qwen3", "tiktoken:o200k_base", "deepseek_v3", "tiktoken:cl100k_base"}) {
+    auto tok = toktier::test::LoadTokenizer(name);
+    if (!tok) continue;
+    for (int threads : {2, 3}) {
+      core::EncodePool pool(threads);
+      for (size_t chunk : {size_t{0}, size_t{4096}}) {
+        core::EncodeOptions opt;
+        opt.pool = &pool;
+        opt.chunk_bytes = chunk;
+        for (size_t i = 0; i < texts.size(); ++i) {
+          const Encoded one = EncodeWith(*tok, texts[i], true, nullptr);
+          core::EncodeOutcome oc;
+          const Encoded par = EncodeWith(*tok, texts[i], true, &opt, &oc);
+          CHECK_MESSAGE(par == one, name << " threads=" << threads << " chunk=" << chunk << " text " << i);
+          CHECK_FALSE(oc.pool_busy);
+          // The last two texts are mostly one uncuttable piece or run.
+          if (i + 2 < texts.size()) {
+            CHECK(oc.chunks > 1);
+            CHECK(oc.threads == threads);
+          }
+        }
+      }
+    }
+    // Below the threshold: the caller alone, not cut.
+    core::EncodePool pool(2);
+    core::EncodeOptions opt;
+    opt.pool = &pool;
+    core::EncodeOutcome oc;
+    EncodeWith(*tok, texts.back().substr(0, 1000), false, &opt, &oc);
+    CHECK(oc.threads == 1);
+    CHECK(oc.chunks == 0);
+  }
+}
+
+TEST_CASE("issue 13: the generic path and the one-thread path agree on the long texts") {
+  // The single-thread plan cuts too (32 KiB chunks); the generic path does not.
+  const auto texts = LongTexts();
+  for (const std::string name : {"llama3", "qwen3", "tiktoken:o200k_base", "deepseek_v3"}) {
+    auto tok = toktier::test::LoadTokenizer(name);
+    if (!tok) continue;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      CHECK_MESSAGE(EncodeWith(*tok, texts[i], false, nullptr) == EncodeGeneric(*tok, texts[i], false),
+                    name << " text " << i);
+    }
+  }
+}
+
+TEST_CASE("issue 13: a text with no cut point is one chunk, reported") {
+  auto tok = toktier::test::LoadTokenizer("llama3");
+  if (!tok) return;
+  core::EncodePool pool(2);
+  core::EncodeOptions opt;
+  opt.pool = &pool;
+  const std::string piece(300000, 'q');
+  core::EncodeOutcome oc;
+  const Encoded par = EncodeWith(*tok, piece, false, &opt, &oc);
+  CHECK(oc.uncut);
+  CHECK(oc.chunks == 1);
+  CHECK(par == EncodeWith(*tok, piece, false, nullptr));
+}
+
+TEST_CASE("issue 13: the pool runs every task once and refuses a second concurrent run") {
+  core::EncodePool pool(3);
+  CHECK(pool.threads() == 3);
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::atomic<int>> hits(37);
+    REQUIRE(pool.Run(hits.size(), [&](size_t i) { hits[i].fetch_add(1); }));
+    for (auto& h : hits) REQUIRE(h.load() == 1);
+  }
+  std::atomic<bool> inside{false}, release{false};
+  std::thread first([&] {
+    CHECK(pool.Run(1, [&](size_t) {
+      inside = true;
+      while (!release) std::this_thread::yield();
+    }));
+  });
+  while (!inside) std::this_thread::yield();
+  CHECK_FALSE(pool.Run(1, [](size_t) {}));
+  // A tokenization meanwhile runs alone and says so.
+  if (auto tok = toktier::test::LoadTokenizer("llama3")) {
+    core::EncodeOptions opt;
+    opt.pool = &pool;
+    std::string text;
+    while (text.size() < (size_t{200} << 10)) text += "The quick brown fox jumps over the lazy dog. ";
+    core::EncodeOutcome oc;
+    const Encoded got = EncodeWith(*tok, text, false, &opt, &oc);
+    CHECK(oc.pool_busy);
+    CHECK(oc.threads == 1);
+    CHECK(got == EncodeWith(*tok, text, false, nullptr));
+  }
+  release = true;
+  first.join();
+  core::EncodePool single(1);
+  CHECK(single.threads() == 1);
+  size_t ran = 0;
+  CHECK(single.Run(5, [&](size_t) { ++ran; }));
+  CHECK(ran == 5);
+}
