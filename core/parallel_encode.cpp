@@ -5,6 +5,7 @@
 // Each group's output is what the one-thread loop would append for those
 // items, so concatenating the groups gives the one-thread result exactly.
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -12,6 +13,13 @@
 #include "core/tokenizer_impl.h"
 
 namespace toktier::core {
+namespace {
+
+// Work groups per pool thread: enough to even out a slower core, few enough
+// that each group's vectors stay large.
+constexpr size_t kGroupsPerThread = 3;
+
+}  // namespace
 
 struct EncodePool::Impl {
   std::mutex run_mu;  // one Run at a time
@@ -116,22 +124,23 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
     const int threads = pool->threads();
     const size_t chunk = options->chunk_bytes > 0
                              ? options->chunk_bytes
-                             : std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * 4), size_t{4} << 10,
-                                                  kChunkBytes);
+                             : std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kGroupsPerThread * 2),
+                                                  size_t{4} << 10, kChunkBytes);
     bool uncut = false;
     PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
     oc.uncut = uncut;
     oc.chunks = 0;
     for (const WorkItem& w : items) oc.chunks += !w.is_added;
-    // Contiguous groups of about equal bytes, one per thread; group 0 writes
-    // straight into `out`, the others into their own vectors.
+    // Contiguous groups of about equal bytes, a few per thread, claimed in
+    // order by whichever thread is free (a slower core takes fewer); group
+    // 0 writes straight into `out`, the others into their own vectors.
+    const size_t target_groups = static_cast<size_t>(threads) * kGroupsPerThread;
     std::vector<size_t> group_begin{0};
-    const size_t per_group = text.size() / static_cast<size_t>(threads) + 1;
+    const size_t per_group = text.size() / target_groups + 1;
     size_t bytes = 0;
     for (size_t i = 0; i < items.size(); ++i) {
       bytes += items[i].end - items[i].begin;
-      if (bytes >= per_group * group_begin.size() && group_begin.size() < static_cast<size_t>(threads) &&
-          i + 1 < items.size()) {
+      if (bytes >= per_group * group_begin.size() && group_begin.size() < target_groups && i + 1 < items.size()) {
         group_begin.push_back(i + 1);
       }
     }
@@ -142,7 +151,16 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
       std::vector<TextSpan> added;
     };
     std::vector<Part> parts(groups);
+    // Threads that took part: each counts itself once per run.
+    static std::atomic<uint64_t> run_ids{0};
+    const uint64_t run_id = run_ids.fetch_add(1) + 1;
+    std::atomic<int> used{0};
     auto run_group = [&](size_t g) {
+      thread_local uint64_t last_run = 0;
+      if (last_run != run_id) {
+        last_run = run_id;
+        used.fetch_add(1, std::memory_order_relaxed);
+      }
       const WorkItem* first = items.data() + group_begin[g];
       const WorkItem* last = items.data() + group_begin[g + 1];
       if (g == 0) {
@@ -153,7 +171,7 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
       EncodeWork(text, first, last, path, Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
     };
     if (groups > 1 && pool->Run(groups, run_group)) {
-      oc.threads = static_cast<int>(std::min<size_t>(groups, static_cast<size_t>(threads)));
+      oc.threads = used.load();
       size_t total = out.ids.size();
       for (size_t g = 1; g < groups; ++g) total += parts[g].ids.size();
       out.ids.reserve(total + suffix_ids_.size());

@@ -38,9 +38,11 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
     splitter->Split(part, pieces);
   }
   PieceCaches& caches = CachesFor(instance_id_);
-  // A token per byte at most (units are bytes or characters; fallback bytes).
+  // About a token per 4 bytes of text; growth past that doubles (states
+  // keep these vectors, so reserving the worst case of a token per byte
+  // would hold 4x the memory).
   auto reserve = [&](std::vector<uint32_t>& v) {
-    const size_t need = v.size() + part.size();
+    const size_t need = v.size() + part.size() / 4 + 16;
     if (v.capacity() < need) v.reserve(std::max(need, v.capacity() * 2));
   };
   reserve(ids);
@@ -97,6 +99,12 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
         }
         continue;
       }
+      // A short piece of more tokens than a short entry holds lives in the
+      // long cache.
+      if (const LongPieceCache::Entry* e = caches.long_hot.Find(LongPieceCache::MakeKey(p, len, limit))) {
+        emit_cached(e, at, len);
+        continue;
+      }
     } else if (len <= LongPieceCache::kMaxPiece) {
       if (const LongPieceCache::Entry* e = caches.long_hot.Find(long_keys[ring][k - b0])) {
         emit_cached(e, at, len);
@@ -119,8 +127,11 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
         if (cacheable) caches.wide.Store(piece, h, ids.data() + first, lens.data(), ids.size() - first);
       }
     }
-    if (len <= HotPieceCache::kMaxPiece) {
-      caches.hot.Store(short_keys[ring][k - b0], ids.data() + first, lens.data(), ids.size() - first);
+    const size_t count = ids.size() - first;
+    if (len <= HotPieceCache::kMaxPiece && count <= HotPieceCache::kMaxTokens) {
+      caches.hot.Store(short_keys[ring][k - b0], ids.data() + first, lens.data(), count);
+    } else if (len <= HotPieceCache::kMaxPiece) {
+      caches.long_hot.Store(LongPieceCache::MakeKey(p, len, limit), ids.data() + first, lens.data(), count);
     } else if (len <= LongPieceCache::kMaxPiece) {
       caches.long_hot.Store(long_keys[ring][k - b0], ids.data() + first, lens.data(), ids.size() - first);
     }

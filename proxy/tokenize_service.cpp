@@ -280,7 +280,9 @@ core::EncodeOptions TokenizeService::EncodeOpts() const {
 
 void TokenizeService::CountEncode(const core::EncodeOutcome& e) {
   if (e.chunks == 0 && !e.pool_busy) return;  // not long enough for the pool (or no pool)
-  (e.pool_busy ? encode_pool_busy_ : e.threads > 1 ? encode_parallel_ : encode_uncut_).Inc();
+  // "parallel": the chunks went to the pool (however many of its threads
+  // found one free); "uncut": no cut point, one chunk.
+  (e.pool_busy ? encode_pool_busy_ : e.chunks > 1 ? encode_parallel_ : encode_uncut_).Inc();
 }
 
 bool TokenizeService::TryGpu(ModelRuntime* model, core::TokenState& st, std::string_view text, bool add_special) {

@@ -180,10 +180,11 @@ TEST_CASE("issue 13: long texts on 2 and 3 threads equal one thread") {
           CHECK_MESSAGE(par == one, name << " threads=" << threads << " chunk=" << chunk << " text " << i);
           CHECK_FALSE(oc.pool_busy);
           // The last two texts are mostly one uncuttable piece or run.
-          if (i + 2 < texts.size()) {
-            CHECK(oc.chunks > 1);
-            CHECK(oc.threads == threads);
-          }
+          // (Groups are claimed by whichever thread is free: on a busy
+          // machine a worker may find none left.)
+          CHECK(oc.threads >= 1);
+          CHECK(oc.threads <= threads);
+          if (i + 2 < texts.size()) CHECK(oc.chunks > 1);
         }
       }
     }
