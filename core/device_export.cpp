@@ -17,31 +17,9 @@
 namespace toktier::core {
 
 uint16_t DeviceClassOf(char32_t cp) {
-  // The same derivation as ClassOf in family_scanners.cpp, from the same
-  // tables (unicode::Classes, HF's classes, which the scanners use for every
-  // family); tests/gpu compares the device pipeline's pieces with the CPU
-  // scanners' on exhaustive alphabets and corpora.
-  using namespace unicode;
-  const uint16_t b = unicode::Classes(cp);
-  uint32_t c = 0;
-  if (b & kLetter) c |= kDevL | kDevLM;
-  if (b & kNumber) c |= kDevN;
-  if (b & kWhite) c |= kDevWs;
-  if (!(b & (kWhite | kLetter | kNumber))) c |= kDevO;
-  if (b & (kLu | kLt | kLm | kLo | kMark)) c |= kDevUpSet;
-  if (b & (kLl | kLm | kLo | kMark)) c |= kDevLowSet;
-  if (b & kMark) c |= kDevLM;
-  if (b & (kPunct | kSymbol)) c |= kDevPS;
-  if ((cp >= 0x4E00 && cp <= 0x9FA5) || (cp >= 0x3040 && cp <= 0x30FF)) c |= kDevCjk;
-  if (cp == '\r' || cp == '\n') c |= kDevCrLf | kDevCrLfSlash;
-  if (cp == '/') c |= kDevCrLfSlash;
-  if (cp == ' ') c |= kDevSpace;
-  if (cp == '\'') c |= kDevApos;
-  if (!(c & (kDevN | kDevCjk))) c |= kDevDsOther;
-  const bool alpha = (cp >= 'A' && cp <= 'Z') || (cp >= 'a' && cp <= 'z');
-  if (cp < 128 && alpha) c |= kDevAsciiAlpha;
-  if (cp > 32 && cp < 127 && !alpha && !(cp >= '0' && cp <= '9')) c |= kDevAsciiPunct;
-  return static_cast<uint16_t>(c);
+  // The scanners' own classification (family_scanners.cpp static_asserts
+  // that its bits are these).
+  return static_cast<uint16_t>(ScannerClassOf(cp));
 }
 
 DeviceClassTable ExportDeviceClassTable() {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/core.h"
 #include "core/unicode.h"
 
 namespace toktier::core {
@@ -69,6 +70,25 @@ __attribute__((noinline)) uint32_t ClassOf(char32_t cp) {
     c |= kAsciiPunct;
   return c;
 }
+
+// gpu/ reads these bits through core.h (DeviceClassBits): one meaning each.
+constexpr bool SameBit(uint32_t a, uint32_t b) { return a == b; }
+static_assert(SameBit(kL, kDevL) &&
+              SameBit(kN, kDevN) &&
+              SameBit(kWs, kDevWs) &&
+              SameBit(kCrLf, kDevCrLf) &&
+              SameBit(kSpace, kDevSpace) &&
+              SameBit(kO, kDevO) &&
+              SameBit(kUpSet, kDevUpSet) &&
+              SameBit(kLowSet, kDevLowSet) &&
+              SameBit(kLM, kDevLM) &&
+              SameBit(kPS, kDevPS) &&
+              SameBit(kCjk, kDevCjk) &&
+              SameBit(kAsciiPunct, kDevAsciiPunct) &&
+              SameBit(kAsciiAlpha, kDevAsciiAlpha) &&
+              SameBit(kCrLfSlash, kDevCrLfSlash) &&
+              SameBit(kApos, kDevApos) &&
+              SameBit(kDsOther, kDevDsOther));
 
 // Classes of ASCII bytes; bytes >= 0x80 have no bits (the slow path decodes).
 struct AsciiTable {
@@ -594,6 +614,8 @@ bool FamilyScanner::IsHardBoundary(std::string_view text, size_t p) const {
 }  // namespace
 
 // ---------------------------------------------------------------------------
+
+uint32_t ScannerClassOf(char32_t cp) { return ClassOf(cp); }
 
 std::string_view FamilyName(PatternFamily f) {
   switch (f) {

@@ -19,6 +19,10 @@ PatternFamily DetectFamily(const std::vector<PreTokenizerStep>& steps);
 
 std::string_view FamilyName(PatternFamily f);
 
+// The scanners' class bits of a code point (the same bits as core.h's
+// DeviceClassBits, which core/device_export.cpp exports from this function).
+uint32_t ScannerClassOf(char32_t cp);
+
 // The exact pattern strings of the known families (as tokenizer.json holds
 // them after JSON decoding; DeepSeek-V3's third pattern has literal CR/LF in
 // its character classes there).

@@ -206,9 +206,10 @@ void TokenizerImpl::PlanWork(std::string_view text, size_t begin, bool continue_
   // The generic path is the in-project reference (the shadow verifier's): it
   // encodes every segment whole, so it also checks the cut rule.
   const bool cut = chunk_bytes > 0 && path == Path::kFast && CanCutSegments();
-  // A cut point is looked for in the first quarter past each chunk's
-  // nominal end (at least 64 bytes); a window without one moves on.
-  const size_t search = std::max<size_t>(chunk_bytes / 4, 64);
+  // A cut point is looked for in a short window past each chunk's nominal
+  // end (text has one every few bytes); a window without one (a long piece)
+  // moves on a chunk, so an uncuttable text costs few boundary tests.
+  const size_t search = std::clamp<size_t>(chunk_bytes / 4, 64, 256);
   // Cuts [b, e), a stretch that the pre-tokenizer sees whole, into chunks.
   auto cut_stretch = [&](size_t b, size_t e, bool segment_start) {
     size_t at = b;
