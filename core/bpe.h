@@ -55,6 +55,9 @@ class BpeModel {
     const uint32_t id = vocab_.Find(piece);
     return id != StringIdMap::kMissing && whole_[id] ? id : StringIdMap::kMissing;
   }
+  // Whether EncodePiece of token `id`'s own bytes is exactly [id] (what
+  // ComputeWholeTokens found; false where it does not apply).
+  [[nodiscard]] bool IsWholeToken(uint32_t id) const { return id < whole_.size() && whole_[id]; }
 
   [[nodiscard]] uint32_t Find(std::string_view token) const { return vocab_.Find(token); }
   [[nodiscard]] const std::string& TokenBytes(uint32_t id) const { return tokens_[id]; }

@@ -276,6 +276,11 @@ class Repairer {
  public:
   static RepairOutcome Update(const Tokenizer& tokenizer, TokenState& state, std::string_view new_text,
                               bool add_special_tokens, const RepairOptions& options = {});
+  // Why no text can be repaired from `state` (no state, another tokenizer
+  // version, another add_special_tokens): the reason Update gives before it
+  // compares texts. kNone when repair may apply.
+  [[nodiscard]] static FullReason StateMissReason(const Tokenizer& tokenizer, const TokenState& state,
+                                                  bool add_special_tokens);
   // Tokenizes in full into `state` (the miss path).
   static void Reset(const Tokenizer& tokenizer, TokenState& state, std::string_view text, bool add_special_tokens,
                     bool generic_path = false, const EncodeOptions& options = {}, EncodeOutcome* outcome = nullptr);

@@ -97,19 +97,12 @@ DeviceTables ExportDeviceTables(const Tokenizer& tokenizer) {
   const size_t slots = bpe.vocab_slots();
   t.tokens.assign(slots, std::string());
   t.whole_piece.assign(slots, 0);
-  std::vector<uint32_t> ids, lens;
   for (size_t id = 0; id < slots; ++id) {
     const std::string& bytes = bpe.TokenBytes(static_cast<uint32_t>(id));
     if (bytes.empty() || bpe.Find(bytes) != id) continue;
     t.tokens[id] = bytes;
-    if (o.ignore_merges) {
-      t.whole_piece[id] = 1;
-    } else {
-      ids.clear();
-      lens.clear();
-      bpe.EncodePiece(bytes, ids, nullptr);
-      t.whole_piece[id] = ids.size() == 1 && ids[0] == id;
-    }
+    // Computed once at load for the CPU path's whole-token lookup.
+    t.whole_piece[id] = bpe.IsWholeToken(static_cast<uint32_t>(id));
   }
   // Every merge of core's map joins two tokens into their concatenation (HF:
   // AddMerge checks the merged token; tiktoken: derived from the splits of
@@ -168,10 +161,14 @@ bool SplitDeviceSegments(const Tokenizer& tokenizer, std::string_view text, bool
 }
 
 bool IsNfcQuick(std::string_view text) {
-  Normalizer nfc;
-  NormalizerOp op;
-  op.kind = NormalizerOp::Kind::kNFC;
-  nfc.Add(op);
+  // Built once: this runs on every GPU-routed miss.
+  static const Normalizer nfc = [] {
+    Normalizer n;
+    NormalizerOp op;
+    op.kind = NormalizerOp::Kind::kNFC;
+    n.Add(op);
+    return n;
+  }();
   return nfc.LeavesUnchanged(text);
 }
 

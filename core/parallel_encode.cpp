@@ -114,10 +114,8 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
   EncodePool* pool = options ? options->pool : nullptr;
   const bool parallel = pool != nullptr && pool->threads() > 1 && path == Path::kFast &&
                         text.size() >= std::max<size_t>(options->parallel_min_bytes, 2);
-  std::vector<WorkItem> items;
   if (!parallel) {
-    PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, kChunkBytes, items, nullptr);
-    EncodeWork(text, items.data(), items.data() + items.size(), path, out);
+    EncodeFrom(text, 0, /*continue_segment=*/false, MatchesAddedTokens(add_special_tokens), path, out);
   } else {
     // Chunks small enough to balance the threads, large enough that each
     // costs far more than claiming it.
@@ -127,6 +125,7 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
                              : std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kGroupsPerThread * 2),
                                                   size_t{4} << 10, kChunkBytes);
     bool uncut = false;
+    std::vector<WorkItem> items;
     PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
     oc.uncut = uncut;
     oc.chunks = 0;

@@ -156,6 +156,13 @@ void Repairer::Reset(const Tokenizer& tokenizer, TokenState& state, std::string_
   state.add_special_tokens_ = add_special_tokens;
 }
 
+FullReason Repairer::StateMissReason(const Tokenizer& tokenizer, const TokenState& state, bool add_special_tokens) {
+  if (state.empty()) return FullReason::kNoState;
+  if (state.version_hash_ != tokenizer.version_hash()) return FullReason::kVersionMismatch;
+  if (state.add_special_tokens_ != add_special_tokens) return FullReason::kSpecialsMismatch;
+  return FullReason::kNone;
+}
+
 RepairOutcome Repairer::Update(const Tokenizer& tokenizer, TokenState& state, std::string_view new_text,
                                bool add_special_tokens, const RepairOptions& options) {
   const TokenizerImpl& t = tokenizer.impl();
@@ -171,9 +178,9 @@ RepairOutcome Repairer::Update(const Tokenizer& tokenizer, TokenState& state, st
     return out;
   };
   if (!options.allow_fast_path) return full(FullReason::kQuarantined);
-  if (state.empty()) return full(FullReason::kNoState);
-  if (state.version_hash_ != t.version_hash()) return full(FullReason::kVersionMismatch);
-  if (state.add_special_tokens_ != add_special_tokens) return full(FullReason::kSpecialsMismatch);
+  if (const FullReason miss = StateMissReason(tokenizer, state, add_special_tokens); miss != FullReason::kNone) {
+    return full(miss);
+  }
 
   const std::string_view old_text = state.text_;
   const size_t known = std::min({options.known_common_prefix, old_text.size(), new_text.size()});

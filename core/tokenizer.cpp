@@ -84,65 +84,65 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
     const size_t b1 = std::min(pieces.size(), b0 + kBatch);
     const size_t ring = batch & 1;
     if (b1 < pieces.size()) prepare(b1, ring ^ 1);
-  for (size_t k = b0; k < b1; ++k) {
-    const Span sp = pieces[k];
-    const uint32_t len = sp.end - sp.begin;
-    const char* p = part.data() + sp.begin;
-    const uint32_t at = part_begin + sp.begin;
-    if (len <= HotPieceCache::kMaxPiece) {
-      if (const HotPieceCache::Entry* e = caches.hot.Find(short_keys[ring][k - b0])) {
-        if (e->count == 1) {  // the common case, without loops
-          ids.push_back(e->ids[0]);
-          if (ends) emit_end(at + len);
-        } else {
-          emit_cached(e, at, len);
+    for (size_t k = b0; k < b1; ++k) {
+      const Span sp = pieces[k];
+      const uint32_t len = sp.end - sp.begin;
+      const char* p = part.data() + sp.begin;
+      const uint32_t at = part_begin + sp.begin;
+      if (len <= HotPieceCache::kMaxPiece) {
+        if (const HotPieceCache::Entry* e = caches.hot.Find(short_keys[ring][k - b0])) {
+          if (e->count == 1) {  // the common case, without loops
+            ids.push_back(e->ids[0]);
+            if (ends) emit_end(at + len);
+          } else {
+            emit_cached(e, at, len);
+          }
+          continue;
         }
-        continue;
+        // A short piece of more tokens than a short entry holds lives in the
+        // long cache.
+        if (const LongPieceCache::Entry* e = caches.long_hot.Find(LongPieceCache::MakeKey(p, len, limit))) {
+          emit_cached(e, at, len);
+          continue;
+        }
+      } else if (len <= LongPieceCache::kMaxPiece) {
+        if (const LongPieceCache::Entry* e = caches.long_hot.Find(long_keys[ring][k - b0])) {
+          emit_cached(e, at, len);
+          continue;
+        }
       }
-      // A short piece of more tokens than a short entry holds lives in the
-      // long cache.
-      if (const LongPieceCache::Entry* e = caches.long_hot.Find(LongPieceCache::MakeKey(p, len, limit))) {
-        emit_cached(e, at, len);
-        continue;
+      std::string_view piece(p, len);
+      const size_t first = ids.size();
+      lens.clear();
+      // A whole token first: one vocab lookup instead of BPE.
+      const uint32_t whole = bpe_.WholePieceId(piece);
+      if (whole != StringIdMap::kMissing) {
+        ids.push_back(whole);
+        lens.push_back(len);
+      } else {
+        const bool cacheable = len <= PieceCache::kMaxPiece;
+        const uint64_t h = cacheable ? HashBytes(piece) : 0;
+        if (!cacheable || !caches.wide.Lookup(piece, h, ids, &lens)) {
+          bpe_.EncodePiece(piece, ids, &lens);
+          if (cacheable) caches.wide.Store(piece, h, ids.data() + first, lens.data(), ids.size() - first);
+        }
       }
-    } else if (len <= LongPieceCache::kMaxPiece) {
-      if (const LongPieceCache::Entry* e = caches.long_hot.Find(long_keys[ring][k - b0])) {
-        emit_cached(e, at, len);
-        continue;
+      const size_t count = ids.size() - first;
+      if (len <= HotPieceCache::kMaxPiece && count <= HotPieceCache::kMaxTokens) {
+        caches.hot.Store(short_keys[ring][k - b0], ids.data() + first, lens.data(), count);
+      } else if (len <= HotPieceCache::kMaxPiece) {
+        caches.long_hot.Store(LongPieceCache::MakeKey(p, len, limit), ids.data() + first, lens.data(), count);
+      } else if (len <= LongPieceCache::kMaxPiece) {
+        caches.long_hot.Store(long_keys[ring][k - b0], ids.data() + first, lens.data(), count);
+      }
+      if (ends) {
+        uint32_t pos = at;
+        for (uint32_t l : lens) {
+          pos += l;
+          emit_end(pos);
+        }
       }
     }
-    std::string_view piece(p, len);
-    const size_t first = ids.size();
-    lens.clear();
-    // A whole token first: one vocab lookup instead of BPE.
-    const uint32_t whole = bpe_.WholePieceId(piece);
-    if (whole != StringIdMap::kMissing) {
-      ids.push_back(whole);
-      lens.push_back(len);
-    } else {
-      const bool cacheable = len <= PieceCache::kMaxPiece;
-      const uint64_t h = cacheable ? HashBytes(piece) : 0;
-      if (!cacheable || !caches.wide.Lookup(piece, h, ids, &lens)) {
-        bpe_.EncodePiece(piece, ids, &lens);
-        if (cacheable) caches.wide.Store(piece, h, ids.data() + first, lens.data(), ids.size() - first);
-      }
-    }
-    const size_t count = ids.size() - first;
-    if (len <= HotPieceCache::kMaxPiece && count <= HotPieceCache::kMaxTokens) {
-      caches.hot.Store(short_keys[ring][k - b0], ids.data() + first, lens.data(), count);
-    } else if (len <= HotPieceCache::kMaxPiece) {
-      caches.long_hot.Store(LongPieceCache::MakeKey(p, len, limit), ids.data() + first, lens.data(), count);
-    } else if (len <= LongPieceCache::kMaxPiece) {
-      caches.long_hot.Store(long_keys[ring][k - b0], ids.data() + first, lens.data(), ids.size() - first);
-    }
-    if (ends) {
-      uint32_t pos = at;
-      for (uint32_t l : lens) {
-        pos += l;
-        emit_end(pos);
-      }
-    }
-  }
   }
   if (pieces.capacity() > (size_t{1} << 20)) std::vector<Span>().swap(pieces);
 }

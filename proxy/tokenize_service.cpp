@@ -745,10 +745,7 @@ std::shared_ptr<const std::string> TokenizeService::TokenizeOne(CacheSet* cs, st
   core::RepairOutcome o;
   // A miss that repair could not avoid anyway goes straight to the full
   // path, where the GPU may take it.
-  const core::FullReason miss = st->empty()                                   ? core::FullReason::kNoState
-                                : st->version_hash() != tok.version_hash()    ? core::FullReason::kVersionMismatch
-                                : st->add_special_tokens() != add_special     ? core::FullReason::kSpecialsMismatch
-                                                                              : core::FullReason::kNone;
+  const core::FullReason miss = core::Repairer::StateMissReason(tok, *st, add_special);
   if (miss != core::FullReason::kNone && !quarantined) {
     o = FullEncode(job.model, *st, text, add_special, quarantined, miss);
   } else {
