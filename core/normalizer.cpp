@@ -69,7 +69,9 @@ void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string&
     while (k < in.size() && static_cast<unsigned char>(in[k]) >= 0x80) ++k;
     std::string_view chunk = in.substr(chunk_begin, k - chunk_begin);
     std::string res;
-    if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res)) {
+    if (unicode::IsNormalizedQuick(UnicodeFormOf(kind), chunk)) {
+      EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
+    } else if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res)) {
       // Only on invalid UTF-8, which callers reject before encoding.
       EmitIdentity(chunk, static_cast<uint32_t>(chunk_begin), out, align);
     } else if (res == chunk) {
@@ -82,7 +84,9 @@ void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string&
 }
 
 // Same chunks as ApplyUnicodeForm; true when every chunk maps to itself.
-bool UnicodeFormLeavesUnchanged(NormalizerOp::Kind kind, std::string_view in) {
+// The first chunk of `in` (ApplyUnicodeForm's chunks) that the form changes,
+// as {begin, end}; {npos, npos} when every chunk maps to itself.
+std::pair<size_t, size_t> UnicodeFormFirstChange(NormalizerOp::Kind kind, std::string_view in) {
   const size_t n = in.size();
   size_t i = 0;
   std::string res;
@@ -94,15 +98,18 @@ bool UnicodeFormLeavesUnchanged(NormalizerOp::Kind kind, std::string_view in) {
       i += 8;
     }
     while (i < n && static_cast<unsigned char>(in[i]) < 0x80) ++i;
-    if (i == n) return true;
+    if (i == n) break;
     size_t chunk_begin = i > 0 ? i - 1 : 0;  // the ASCII char before may compose
     size_t k = i;
     while (k < n && static_cast<unsigned char>(in[k]) >= 0x80) ++k;
     std::string_view chunk = in.substr(chunk_begin, k - chunk_begin);
-    if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res) || res != chunk) return false;
+    if (!unicode::IsNormalizedQuick(UnicodeFormOf(kind), chunk)) {
+      res.clear();
+      if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res) || res != chunk) return {chunk_begin, k};
+    }
     i = k;
   }
-  return true;
+  return {std::string_view::npos, std::string_view::npos};
 }
 
 void ApplyReplace(const NormalizerOp& op, std::string_view in, std::string& out, std::vector<uint32_t>& align) {
@@ -187,14 +194,28 @@ void Normalizer::Apply(std::string_view seg, bool segment_start, bool at_text_st
   align = std::move(cur_align);
 }
 
-bool Normalizer::LeavesUnchanged(std::string_view seg) const {
+bool Normalizer::unicode_forms_only() const {
   for (const NormalizerOp& op : ops_) {
     if (!IsUnicodeForm(op.kind)) return false;
   }
-  for (const NormalizerOp& op : ops_) {
-    if (!UnicodeFormLeavesUnchanged(op.kind, seg)) return false;
-  }
   return true;
+}
+
+bool Normalizer::LeavesUnchanged(std::string_view seg) const {
+  return unicode_forms_only() && FirstChange(seg).first == std::string_view::npos;
+}
+
+std::pair<size_t, size_t> Normalizer::FirstChange(std::string_view seg) const {
+  // Each op sees the text unchanged by the ops before it up to the earliest
+  // change found so far, so the earliest change of any op is the chain's.
+  std::pair<size_t, size_t> first{std::string_view::npos, std::string_view::npos};
+  for (const NormalizerOp& op : ops_) {
+    if (!IsUnicodeForm(op.kind)) return {0, seg.size()};
+    const size_t limit = first.first == std::string_view::npos ? seg.size() : first.second;
+    const std::pair<size_t, size_t> c = UnicodeFormFirstChange(op.kind, seg.substr(0, limit));
+    if (c.first < first.first) first = c;
+  }
+  return first;
 }
 
 bool Normalizer::IsBoundary(std::string_view text, size_t p) const {

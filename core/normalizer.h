@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/core.h"
@@ -50,9 +51,17 @@ class Normalizer {
   [[nodiscard]] bool IsBoundary(std::string_view text, size_t p) const;
 
   // True when Apply would return `seg` unchanged: only Unicode forms, each
-  // leaving every chunk as it is (ASCII is skipped 8 bytes at a time; text
-  // already in normal form costs one normalization pass, no output copy).
+  // leaving every chunk as it is (ASCII is skipped 8 bytes at a time; a
+  // non-ASCII run costs a table lookup per character when the quick check
+  // vouches for it, a normalization otherwise; no output copy).
   [[nodiscard]] bool LeavesUnchanged(std::string_view seg) const;
+
+  // For chains of Unicode forms only (unicode_forms_only()): the first
+  // stretch [first, second) of seg that some form may change, a non-ASCII
+  // run with the ASCII character before it; {npos, npos} when none does
+  // (then LeavesUnchanged(seg)). Everything before `first` is unchanged.
+  [[nodiscard]] std::pair<size_t, size_t> FirstChange(std::string_view seg) const;
+  [[nodiscard]] bool unicode_forms_only() const;
 
   // A short description for Describe() / hashing.
   [[nodiscard]] std::string Describe() const;

@@ -282,38 +282,60 @@ void TokenizerImpl::EncodeWork(std::string_view text, const WorkItem* first, con
 void TokenizerImpl::EncodeChunk(std::string_view text, uint32_t begin, uint32_t end, bool segment_start, Path path,
                                 const Sink& out) const {
   std::string_view chunk = text.substr(begin, end - begin);
-  if (normalizer_.identity() || normalizer_.LeavesUnchanged(chunk)) {
+  if (normalizer_.identity()) {
     EncodeNormalized(chunk, nullptr, begin, path, out);
     return;
   }
-  // Normalize only the parts that change: cut the chunk at content
-  // boundaries (normalizer split points) into small parts first. The
-  // chunk's ends are cut points of its segment, so a boundary inside the
-  // chunk is one of the segment too.
   constexpr size_t kSmall = 1024;
+  if (path == Path::kFast && CanCutSegments() && normalizer_.unicode_forms_only()) {
+    // Normalize only around what changes: each stretch that a form may
+    // change gets a part from a cut point before it to one after it; the
+    // text between parts is encoded as it is. The chunk's ends are cut
+    // points of its segment, so a boundary inside the chunk is one of the
+    // segment too, and the text after a part normalizes on its own.
+    uint32_t at = begin;  // start of the text not encoded yet (a cut point)
+    while (at < end) {
+      const std::pair<size_t, size_t> change = normalizer_.FirstChange(text.substr(at, end - at));
+      if (change.first == std::string_view::npos) break;
+      const size_t change_begin = at + change.first, change_end = at + change.second;
+      // A cut in the stretch just before the change, else the part starts at `at`.
+      const size_t from = change_begin - std::min<size_t>(change_begin - at, kSmall / 4);
+      size_t cut_before = FindCut(text, begin, end, from, change_begin - from);
+      if (cut_before >= change_begin) cut_before = at;
+      size_t cut_after = end;
+      for (size_t from_after = change_end; from_after < end; from_after += kSmall / 4) {
+        cut_after = FindCut(text, begin, end, from_after, kSmall / 4);
+        if (cut_after < end) break;
+      }
+      if (cut_before > at) EncodeNormalized(text.substr(at, cut_before - at), nullptr, at, path, out);
+      EncodeNormalizing(text, static_cast<uint32_t>(cut_before), static_cast<uint32_t>(cut_after),
+                        segment_start && cut_before == begin, path, out);
+      at = static_cast<uint32_t>(cut_after);
+    }
+    if (at < end) EncodeNormalized(text.substr(at, end - at), nullptr, at, path, out);
+    return;
+  }
+  if (normalizer_.LeavesUnchanged(chunk)) {
+    EncodeNormalized(chunk, nullptr, begin, path, out);
+    return;
+  }
+  // Other normalizers: cut the chunk at content boundaries (normalizer
+  // split points) into small parts first, each normalized on its own.
   if (path == Path::kFast && CanCutSegments() && chunk.size() > 2 * kSmall) {
     uint32_t at = begin;
     size_t from = begin + kSmall;
-    auto part = [&](uint32_t b, uint32_t e) {
-      const bool starts = segment_start && b == begin;
-      if (normalizer_.LeavesUnchanged(text.substr(b, e - b))) {
-        EncodeNormalized(text.substr(b, e - b), nullptr, b, path, out);
-      } else {
-        EncodeNormalizing(text, b, e, starts, path, out);
-      }
-    };
     while (from + kSmall < end) {
       const size_t p = FindCut(text, begin, end, from, kSmall / 4);
       if (p >= end) {
         from += kSmall;
         continue;
       }
-      part(at, static_cast<uint32_t>(p));
+      EncodeNormalizing(text, at, static_cast<uint32_t>(p), segment_start && at == begin, path, out);
       at = static_cast<uint32_t>(p);
       from = p + kSmall;
     }
     if (at != begin) {
-      part(at, end);
+      EncodeNormalizing(text, at, end, false, path, out);
       return;
     }
   }

@@ -1,6 +1,7 @@
 #include "core/unicode_norm.h"
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "core/unicode.h"
@@ -116,6 +117,122 @@ uint8_t CombiningClass(char32_t cp) {
   if (it == begin) return 0;
   --it;
   return cp <= it->last ? it->ccc : 0;
+}
+
+namespace {
+
+// Quick-check values and combining classes of every code point, by form,
+// in a two-stage table (256-code-point blocks; the blocks without any
+// non-zero value share block 0).
+class QuickCheckTable {
+ public:
+  static constexpr uint16_t kNo = 1u << 8, kMaybe = 1u << 9;
+
+  explicit QuickCheckTable(Form form) : stage1_(0x110000 >> 8, 0), blocks_(256, 0) {
+    const bool compat = form == Form::kNFKC || form == Form::kNFKD;
+    const bool compose = form == Form::kNFC || form == Form::kNFKC;
+    for (const NormCccRange& r : kNormCcc) {
+      for (char32_t cp = r.first; cp <= r.last; ++cp) Set(cp, r.ccc);
+    }
+    // A character that the form maps to something else cannot occur in it.
+    auto mark_no_if_changed = [&](char32_t cp) {
+      std::string one, res;
+      AppendUtf8(cp, one);
+      if (!NormalizeForm(form, one, &res) || res != one) Or(cp, kNo);
+    };
+    for (const NormDecomp& d : kNormCanon) mark_no_if_changed(d.cp);
+    if (compat) {
+      for (const NormDecomp& d : kNormCompat) mark_no_if_changed(d.cp);
+    }
+    if (!compose) {
+      for (char32_t cp = kSBase; cp < kSBase + kSCount; ++cp) Or(cp, kNo);
+    } else {
+      for (const NormPair& p : kNormCompose) Or(p.second, kMaybe);
+      for (char32_t cp = kVBase; cp < kVBase + kVCount; ++cp) Or(cp, kMaybe);
+      for (char32_t cp = kTBase + 1; cp < kTBase + kTCount; ++cp) Or(cp, kMaybe);
+    }
+  }
+  uint16_t Get(char32_t cp) const { return blocks_[(size_t{stage1_[cp >> 8]} << 8) | (cp & 0xFF)]; }
+
+ private:
+  uint16_t& Slot(char32_t cp) {
+    uint32_t& b = stage1_[cp >> 8];
+    if (b == 0) {
+      b = static_cast<uint32_t>(blocks_.size() >> 8);
+      blocks_.resize(blocks_.size() + 256, 0);
+    }
+    return blocks_[(size_t{b} << 8) | (cp & 0xFF)];
+  }
+  void Set(char32_t cp, uint8_t ccc) { Slot(cp) = static_cast<uint16_t>((Slot(cp) & 0xFF00) | ccc); }
+  void Or(char32_t cp, uint16_t bits) { Slot(cp) |= bits; }
+
+  std::vector<uint32_t> stage1_;
+  std::vector<uint16_t> blocks_;
+};
+
+const QuickCheckTable& QuickCheckFor(Form form) {
+  // Built on first use of each form (a few thousand one-character normalizations).
+  switch (form) {
+    case Form::kNFD: {
+      static const QuickCheckTable nfd(Form::kNFD);
+      return nfd;
+    }
+    case Form::kNFKC: {
+      static const QuickCheckTable nfkc(Form::kNFKC);
+      return nfkc;
+    }
+    case Form::kNFKD: {
+      static const QuickCheckTable nfkd(Form::kNFKD);
+      return nfkd;
+    }
+    default: {
+      static const QuickCheckTable nfc(Form::kNFC);
+      return nfc;
+    }
+  }
+}
+
+}  // namespace
+
+bool IsNormalizedQuick(Form form, std::string_view in) {
+  const QuickCheckTable& table = QuickCheckFor(form);
+  const auto* s = reinterpret_cast<const unsigned char*>(in.data());
+  const size_t n = in.size();
+  uint8_t last_ccc = 0;
+  for (size_t i = 0; i < n;) {
+    const unsigned c = s[i];
+    if (c < 0x80) {
+      last_ccc = 0;
+      ++i;
+      continue;
+    }
+    char32_t cp;
+    size_t len;
+    if (c >= 0xC2 && c < 0xE0) {
+      cp = c & 0x1F, len = 2;
+    } else if (c >= 0xE0 && c < 0xF0) {
+      cp = c & 0x0F, len = 3;
+    } else if (c >= 0xF0 && c < 0xF5) {
+      cp = c & 0x07, len = 4;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((s[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (s[i + k] & 0x3F);
+    }
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
+      return false;
+    }
+    const uint16_t v = table.Get(cp);
+    if (v & (QuickCheckTable::kNo | QuickCheckTable::kMaybe)) return false;
+    const uint8_t ccc = static_cast<uint8_t>(v & 0xFF);
+    if (ccc != 0 && last_ccc > ccc) return false;
+    last_ccc = ccc;
+    i += len;
+  }
+  return true;
 }
 
 bool NormalizeForm(Form form, std::string_view in, std::string* out) {

@@ -21,6 +21,16 @@ enum class Form : uint8_t { kNFC, kNFD, kNFKC, kNFKD };
 // (out unchanged) if `in` is not valid UTF-8.
 bool NormalizeForm(Form form, std::string_view in, std::string* out);
 
+// True when `in` is certainly unchanged by NormalizeForm(form): the quick
+// check of UAX #15 (every character's quick-check value is Yes and the
+// combining classes of adjacent non-starters never decrease), with the
+// values derived from this file's own tables (No: the form maps the
+// character alone to something else; Maybe, composing forms only: the
+// character is the second element of a composition pair, Hangul included).
+// False means "not known": only NormalizeForm can tell (also for invalid
+// UTF-8).
+bool IsNormalizedQuick(Form form, std::string_view in);
+
 // The reference's canonical combining class of cp (exact order; 0 for chars
 // that decompose, whose class the algorithm never looks up).
 uint8_t CombiningClass(char32_t cp);
