@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <map>
+#include <vector>
 
 #include "core/core.h"
 #include "core/unicode.h"
@@ -90,19 +92,43 @@ static_assert(SameBit(kL, kDevL) &&
               SameBit(kApos, kDevApos) &&
               SameBit(kDsOther, kDevDsOther));
 
-// Classes of ASCII bytes; bytes >= 0x80 have no bits (the slow path decodes).
-struct AsciiTable {
-  std::array<uint32_t, 256> t{};
-  AsciiTable() {
-    for (char32_t c = 0; c < 128; ++c) t[c] = ClassOf(c);
+// Classes of ASCII bytes (bytes >= 0x80 have no bits: the slow path
+// decodes), and of the BMP in two stages (blocks of 128 code points, equal
+// blocks shared), both built once from ClassOf; the supplementary planes
+// call ClassOf itself.
+struct ClassTables {
+  static_assert(kDsOther <= 0xFFFF, "classes fit 16 bits");
+  std::array<uint32_t, 256> ascii{};
+  std::array<uint16_t, 512> stage1{};
+  std::vector<uint16_t> blocks;
+  ClassTables() {
+    for (char32_t c = 0; c < 128; ++c) ascii[c] = ClassOf(c);
+    std::map<std::vector<uint16_t>, uint16_t> seen;
+    std::vector<uint16_t> block(128);
+    for (uint32_t hi = 0; hi < 512; ++hi) {
+      for (uint32_t lo = 0; lo < 128; ++lo) block[lo] = static_cast<uint16_t>(ClassOf((hi << 7) | lo));
+      const auto [it, fresh] = seen.emplace(block, static_cast<uint16_t>(blocks.size() / 128));
+      if (fresh) blocks.insert(blocks.end(), block.begin(), block.end());
+      stage1[hi] = it->second;
+    }
+  }
+  TOKTIER_FS_INLINE uint32_t Of(char32_t cp) const {
+    if (cp < 0x10000) [[likely]] {
+      return blocks[(static_cast<uint32_t>(stage1[cp >> 7]) << 7) | (cp & 127)];
+    }
+    return ClassOf(cp);
+  }
+  static const ClassTables& Get() {
+    static const ClassTables tables;
+    return tables;
   }
 };
 
 // A view of one segment with class lookups.
 class Text {
  public:
-  Text(std::string_view s, const uint32_t* ascii)
-      : s_(reinterpret_cast<const unsigned char*>(s.data())), sv_(s), ascii_(ascii) {}
+  Text(std::string_view s, const ClassTables& tables)
+      : s_(reinterpret_cast<const unsigned char*>(s.data())), sv_(s), ascii_(tables.ascii.data()), tables_(tables) {}
 
   unsigned char Byte(size_t i) const { return s_[i]; }
 
@@ -113,7 +139,7 @@ class Text {
       *len = 1;
       return ascii_[c];
     }
-    return ClassOf(DecodeAt(sv_, i, len));
+    return tables_.Of(DecodeAt(sv_, i, len));
   }
   TOKTIER_FS_INLINE uint32_t At(size_t i) const {
     size_t len;
@@ -133,7 +159,7 @@ class Text {
       while (i < n && (ascii_[s_[i]] & mask)) ++i;
       if (i >= n || s_[i] < 0x80) return i;
       size_t len;
-      if (!(ClassOf(DecodeAt(sv_, i, &len)) & mask)) return i;
+      if (!(tables_.Of(DecodeAt(sv_, i, &len)) & mask)) return i;
       i += len;
     }
   }
@@ -209,7 +235,7 @@ class Text {
       if (c < 0x80) {
         cls = ascii_[c];
       } else {
-        cls = ClassOf(DecodeAt(sv_, j, &len));
+        cls = tables_.Of(DecodeAt(sv_, j, &len));
       }
       if (!(cls & kWs)) break;
       if (cls & kCrLf) crlf_end = j + len;
@@ -226,6 +252,7 @@ class Text {
   const unsigned char* s_;
   std::string_view sv_;
   const uint32_t* ascii_;
+  const ClassTables& tables_;
 };
 
 // Appends pieces through a raw pointer, growing the vector in chunks.
@@ -426,13 +453,10 @@ void SplitDeepSeekMain(const Text& t, size_t b, size_t e, Out& out) {
 
 class FamilyScanner final : public Splitter {
  public:
-  explicit FamilyScanner(PatternFamily family) : family_(family) {
-    static const AsciiTable table;
-    ascii_ = table.t.data();
-  }
+  explicit FamilyScanner(PatternFamily family) : family_(family), tables_(ClassTables::Get()) {}
 
   void Split(std::string_view segment, std::vector<Span>& pieces) const override {
-    const Text t(segment, ascii_);
+    const Text t(segment, tables_);
     const size_t n = segment.size();
     if (n == 0) return;
     Out out(pieces);
@@ -488,7 +512,7 @@ class FamilyScanner final : public Splitter {
   }
 
   PatternFamily family_;
-  const uint32_t* ascii_;
+  const ClassTables& tables_;
 };
 
 // ---------------------------------------------------------------------------
@@ -594,7 +618,7 @@ bool DeepSeek(uint32_t a, uint32_t b, bool has_c, uint32_t c) {
 bool FamilyScanner::IsHardBoundary(std::string_view text, size_t p) const {
   if (p == 0 || p >= text.size()) return false;
   if ((static_cast<unsigned char>(text[p]) & 0xC0) == 0x80) return false;
-  const Text t(text, ascii_);
+  const Text t(text, tables_);
   const size_t pa = unicode::PrevStart(text, p);
   const uint32_t a = t.At(pa);
   const uint32_t b = t.At(p);

@@ -85,29 +85,27 @@ void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string&
 
 // Same chunks as ApplyUnicodeForm; true when every chunk maps to itself.
 // The first chunk of `in` (ApplyUnicodeForm's chunks) that the form changes,
-// as {begin, end}; {npos, npos} when every chunk maps to itself.
+// as {begin, end}; {npos, npos} when every chunk maps to itself. Only a chunk
+// that the quick check cannot vouch for is normalized to find out.
 std::pair<size_t, size_t> UnicodeFormFirstChange(NormalizerOp::Kind kind, std::string_view in) {
+  const unicode::Form form = UnicodeFormOf(kind);
   const size_t n = in.size();
-  size_t i = 0;
   std::string res;
-  while (i < n) {
-    while (i + 8 <= n) {
-      uint64_t w;
-      std::memcpy(&w, in.data() + i, 8);
-      if (w & 0x8080808080808080ULL) break;
-      i += 8;
-    }
-    while (i < n && static_cast<unsigned char>(in[i]) < 0x80) ++i;
-    if (i == n) break;
-    size_t chunk_begin = i > 0 ? i - 1 : 0;  // the ASCII char before may compose
-    size_t k = i;
-    while (k < n && static_cast<unsigned char>(in[k]) >= 0x80) ++k;
-    std::string_view chunk = in.substr(chunk_begin, k - chunk_begin);
-    if (!unicode::IsNormalizedQuick(UnicodeFormOf(kind), chunk)) {
-      res.clear();
-      if (!unicode::NormalizeForm(UnicodeFormOf(kind), chunk, &res) || res != chunk) return {chunk_begin, k};
-    }
-    i = k;
+  auto non_ascii = [&](size_t k) { return static_cast<unsigned char>(in[k]) >= 0x80; };
+  // `i` is 0 or the end of a chunk (an ASCII character or n): the quick
+  // check restarts there with a clean class order.
+  for (size_t i = 0; i < n;) {
+    size_t f = unicode::FirstQuickCheckFailure(form, in.substr(i));
+    if (f == std::string_view::npos) break;
+    f += i;
+    size_t run_begin = f, run_end = f;
+    while (run_begin > i && non_ascii(run_begin - 1)) --run_begin;
+    while (run_end < n && non_ascii(run_end)) ++run_end;
+    const size_t chunk_begin = run_begin > 0 ? run_begin - 1 : 0;  // the ASCII char before may compose
+    const std::string_view chunk = in.substr(chunk_begin, run_end - chunk_begin);
+    res.clear();
+    if (!unicode::NormalizeForm(form, chunk, &res) || res != chunk) return {chunk_begin, run_end};
+    i = std::max(run_end, f + 1);
   }
   return {std::string_view::npos, std::string_view::npos};
 }

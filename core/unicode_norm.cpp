@@ -1,6 +1,7 @@
 #include "core/unicode_norm.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -194,18 +195,24 @@ const QuickCheckTable& QuickCheckFor(Form form) {
 
 }  // namespace
 
-bool IsNormalizedQuick(Form form, std::string_view in) {
+size_t FirstQuickCheckFailure(Form form, std::string_view in) {
   const QuickCheckTable& table = QuickCheckFor(form);
   const auto* s = reinterpret_cast<const unsigned char*>(in.data());
   const size_t n = in.size();
   uint8_t last_ccc = 0;
   for (size_t i = 0; i < n;) {
-    const unsigned c = s[i];
-    if (c < 0x80) {
+    if (s[i] < 0x80) {
       last_ccc = 0;
       ++i;
+      while (i + 8 <= n) {
+        uint64_t w;
+        std::memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ULL) break;
+        i += 8;
+      }
       continue;
     }
+    const unsigned c = s[i];
     char32_t cp;
     size_t len;
     if (c >= 0xC2 && c < 0xE0) {
@@ -215,24 +222,28 @@ bool IsNormalizedQuick(Form form, std::string_view in) {
     } else if (c >= 0xF0 && c < 0xF5) {
       cp = c & 0x07, len = 4;
     } else {
-      return false;
+      return i;
     }
-    if (i + len > n) return false;
+    if (i + len > n) return i;
     for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
+      if ((s[i + k] & 0xC0) != 0x80) return i;
       cp = (cp << 6) | (s[i + k] & 0x3F);
     }
     if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-      return false;
+      return i;
     }
     const uint16_t v = table.Get(cp);
-    if (v & (QuickCheckTable::kNo | QuickCheckTable::kMaybe)) return false;
+    if (v & (QuickCheckTable::kNo | QuickCheckTable::kMaybe)) return i;
     const uint8_t ccc = static_cast<uint8_t>(v & 0xFF);
-    if (ccc != 0 && last_ccc > ccc) return false;
+    if (ccc != 0 && last_ccc > ccc) return i;
     last_ccc = ccc;
     i += len;
   }
-  return true;
+  return std::string_view::npos;
+}
+
+bool IsNormalizedQuick(Form form, std::string_view in) {
+  return FirstQuickCheckFailure(form, in) == std::string_view::npos;
 }
 
 bool NormalizeForm(Form form, std::string_view in, std::string* out) {

@@ -31,6 +31,12 @@ bool NormalizeForm(Form form, std::string_view in, std::string* out);
 // UTF-8).
 bool IsNormalizedQuick(Form form, std::string_view in);
 
+// The offset of the first character of `in` where the quick check cannot
+// vouch for the text (its value is No or Maybe, its combining class is below
+// the previous character's, or it is not valid UTF-8), or npos. ASCII never
+// fails and resets the class order.
+size_t FirstQuickCheckFailure(Form form, std::string_view in);
+
 // The reference's canonical combining class of cp (exact order; 0 for chars
 // that decompose, whose class the algorithm never looks up).
 uint8_t CombiningClass(char32_t cp);
