@@ -229,6 +229,26 @@ class Text {
   size_t WhitespaceEnd(size_t i, size_t n, bool crlf_alt) const {
     size_t j = i, last = i, crlf_end = 0;
     while (j < n) {
+      // Runs of spaces (indentation) a word at a time.
+      if (s_[j] == ' ' && j + 8 <= n) {
+        size_t k = j;
+        for (;;) {
+          uint64_t w;
+          std::memcpy(&w, s_ + k, 8);
+          const uint64_t x = w ^ 0x2020202020202020ULL;
+          if (x != 0) {
+            k += static_cast<size_t>(__builtin_ctzll(x) / 8);
+            break;
+          }
+          k += 8;
+          if (k + 8 > n) break;
+        }
+        if (k > j) {
+          last = k - 1;
+          j = k;
+          continue;
+        }
+      }
       const unsigned char c = s_[j];
       size_t len = 1;
       uint32_t cls;

@@ -49,6 +49,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/cli.h"
+#include "proxy/cli_parse.h"
 #include "proxy/tokenizer_files.h"
 
 #ifndef TOKTIER_SOURCE_DIR
@@ -134,7 +135,7 @@ int RunBenchEncode(int argc, char** argv) {
   app.add_flag("--no-check", no_check, "skip the reference check (reported in the output)");
   app.add_option("--ref-script", ref_script, "reference encoder script");
   app.add_option("--node", node, "node executable");
-  CLI11_PARSE(app, argc, argv);
+  TOKTIER_CLI_PARSE(app, argc, argv)
   std::string error;
   auto tok = LoadTokenizerForCommand("bench encode", {tokenizer_path, encoding});
   if (!tok) return 2;

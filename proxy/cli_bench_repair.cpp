@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/cli.h"
+#include "proxy/cli_parse.h"
 #include "proxy/percentile.h"
 #include "proxy/session_file.h"
 #include "proxy/tokenizer_files.h"
@@ -91,7 +92,7 @@ int RunBenchRepair(int argc, char** argv) {
   app.add_option("--appends", appends, "real calls replayed onto each context");
   app.add_option("--full-runs", full_runs, "runs of each full tokenization timing");
   app.add_flag("--no-hf", no_hf, "skip the HF (Node) full tokenization timing");
-  CLI11_PARSE(app, argc, argv);
+  TOKTIER_CLI_PARSE(app, argc, argv)
   std::string error;
   auto tok = LoadTokenizerForCommand("bench repair", {tokenizer_path, encoding});
   if (!tok) return 2;

@@ -18,6 +18,7 @@
 #include <CLI/CLI.hpp>
 
 #include "proxy/cli.h"
+#include "proxy/cli_parse.h"
 #include "proxy/tokenizer_files.h"
 
 namespace toktier::cli {
@@ -54,7 +55,7 @@ int RunEncode(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   app.add_option("--parallel-min-bytes", parallel_min_bytes,
                  "shortest text (bytes) encoded in parallel with --threads > 1 (default 65536)");
-  CLI11_PARSE(app, argc, argv);
+  TOKTIER_CLI_PARSE(app, argc, argv)
   auto tok = LoadTokenizerForCommand("encode", {tokenizer_path, encoding});
   if (!tok) return 2;
   std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
@@ -82,7 +83,7 @@ int RunInfo(int argc, char** argv) {
   std::string tokenizer_path, encoding;
   app.add_option("--tokenizer", tokenizer_path, "tokenizer file")->required();
   app.add_option("--encoding", encoding, "encoding name for a raw .tiktoken rank file");
-  CLI11_PARSE(app, argc, argv);
+  TOKTIER_CLI_PARSE(app, argc, argv)
   auto tok = LoadTokenizerForCommand("info", {tokenizer_path, encoding});
   if (!tok) return 2;
   std::printf("version_hash: %s\n%s\n", tok->version_hash().c_str(), tok->Describe().c_str());

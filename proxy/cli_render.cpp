@@ -12,6 +12,7 @@
 
 #include "chat/chat_template.h"
 #include "proxy/cli.h"
+#include "proxy/cli_parse.h"
 
 namespace toktier::cli {
 namespace {
@@ -40,7 +41,7 @@ int RunRender(int argc, char** argv) {
   app.add_option("--tokenizer-config", config_path, "tokenizer_config.json with chat_template, bos_token, eos_token")->required();
   app.add_option("--now", now_text, "the instant strftime_now() formats (ISO 8601, UTC; default: the current time)");
   app.add_option("--template-name", template_name, "which named template when chat_template is a list (default: 'default')");
-  CLI11_PARSE(app, argc, argv);
+  TOKTIER_CLI_PARSE(app, argc, argv)
 
   std::ifstream config_file(config_path, std::ios::binary);
   if (!config_file) {

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/cli.h"
+#include "proxy/cli_parse.h"
 #include "proxy/session_file.h"
 #include "proxy/tokenizer_files.h"
 
@@ -39,7 +40,7 @@ int RunReplay(int argc, char** argv) {
   app.add_flag("--verify", verify, "also tokenize every step in full; exit 1 on the first difference");
   app.add_flag("--summary-only", quiet, "print only the final summary line, not the IDs of each step");
   app.add_option("session", session_path, "session .jsonl file")->required();
-  CLI11_PARSE(app, argc, argv);
+  TOKTIER_CLI_PARSE(app, argc, argv)
   std::string error;
   auto tok = LoadTokenizerForCommand("replay", {tokenizer_path, encoding});
   if (!tok) return 2;
