@@ -70,6 +70,33 @@ inline char32_t DecodeAt(std::string_view text, size_t pos, size_t* len) {
          (s[3] & 0x3Fu);
 }
 
+// Decodes one code point at s[i] (i < n) of text that may not be valid
+// UTF-8, strictly: no overlong forms, surrogates or values past U+10FFFF.
+// False when the bytes at i do not form one.
+inline bool DecodeStrict(const unsigned char* s, size_t n, size_t i, char32_t* cp, size_t* len) {
+  const unsigned c = s[i];
+  if (c < 0x80) {
+    *cp = c, *len = 1;
+    return true;
+  }
+  if (c >= 0xC2 && c < 0xE0) {
+    *cp = c & 0x1F, *len = 2;
+  } else if (c >= 0xE0 && c < 0xF0) {
+    *cp = c & 0x0F, *len = 3;
+  } else if (c >= 0xF0 && c < 0xF5) {
+    *cp = c & 0x07, *len = 4;
+  } else {
+    return false;
+  }
+  if (i + *len > n) return false;
+  for (size_t k = 1; k < *len; ++k) {
+    if ((s[i + k] & 0xC0) != 0x80) return false;
+    *cp = (*cp << 6) | (s[i + k] & 0x3F);
+  }
+  return !((*len == 3 && (*cp < 0x800 || (*cp >= 0xD800 && *cp <= 0xDFFF))) ||
+           (*len == 4 && (*cp < 0x10000 || *cp > 0x10FFFF)));
+}
+
 // Appends the UTF-8 encoding of cp (a Unicode scalar value).
 inline void AppendUtf8(char32_t cp, std::string& out) {
   if (cp < 0x80) {

@@ -77,36 +77,13 @@ char32_t Compose(char32_t a, char32_t b) {
 // Strict UTF-8 decoding (no surrogates, no overlongs); false on error.
 bool DecodeAll(std::string_view in, bool compat, std::vector<char32_t>& buf) {
   const auto* s = reinterpret_cast<const unsigned char*>(in.data());
-  size_t n = in.size(), i = 0;
-  while (i < n) {
-    unsigned c = s[i];
+  for (size_t i = 0, len = 0; i < in.size(); i += len) {
     char32_t cp;
-    size_t len;
-    if (c < 0x80) {
-      cp = c, len = 1;
-    } else if (c >= 0xC2 && c < 0xE0) {
-      cp = c & 0x1F, len = 2;
-    } else if (c >= 0xE0 && c < 0xF0) {
-      cp = c & 0x0F, len = 3;
-    } else if (c >= 0xF0 && c < 0xF5) {
-      cp = c & 0x07, len = 4;
-    } else {
-      return false;
-    }
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-      return false;
-    }
+    if (!DecodeStrict(s, in.size(), i, &cp, &len)) return false;
     Decompose(cp, compat, buf);
-    i += len;
   }
   return true;
 }
-
 
 }  // namespace
 
@@ -212,26 +189,9 @@ size_t FirstQuickCheckFailure(Form form, std::string_view in) {
       }
       continue;
     }
-    const unsigned c = s[i];
     char32_t cp;
     size_t len;
-    if (c >= 0xC2 && c < 0xE0) {
-      cp = c & 0x1F, len = 2;
-    } else if (c >= 0xE0 && c < 0xF0) {
-      cp = c & 0x0F, len = 3;
-    } else if (c >= 0xF0 && c < 0xF5) {
-      cp = c & 0x07, len = 4;
-    } else {
-      return i;
-    }
-    if (i + len > n) return i;
-    for (size_t k = 1; k < len; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF))) {
-      return i;
-    }
+    if (!DecodeStrict(s, n, i, &cp, &len)) return i;
     const uint16_t v = table.Get(cp);
     if (v & (QuickCheckTable::kNo | QuickCheckTable::kMaybe)) return i;
     const uint8_t ccc = static_cast<uint8_t>(v & 0xFF);
