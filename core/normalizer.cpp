@@ -83,7 +83,6 @@ void ApplyUnicodeForm(NormalizerOp::Kind kind, std::string_view in, std::string&
   }
 }
 
-// Same chunks as ApplyUnicodeForm; true when every chunk maps to itself.
 // The first chunk of `in` (ApplyUnicodeForm's chunks) that the form changes,
 // as {begin, end}; {npos, npos} when every chunk maps to itself. Only a chunk
 // that the quick check cannot vouch for is normalized to find out.

@@ -60,6 +60,7 @@ class Normalizer {
   // stretch [first, second) of seg that some form may change, a non-ASCII
   // run with the ASCII character before it; {npos, npos} when none does
   // (then LeavesUnchanged(seg)). Everything before `first` is unchanged.
+  // With any other op in the chain: {0, seg.size()}.
   [[nodiscard]] std::pair<size_t, size_t> FirstChange(std::string_view seg) const;
   [[nodiscard]] bool unicode_forms_only() const;
 
