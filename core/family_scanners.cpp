@@ -131,6 +131,8 @@ class Text {
       : s_(reinterpret_cast<const unsigned char*>(s.data())), sv_(s), ascii_(tables.ascii.data()), tables_(tables) {}
 
   unsigned char Byte(size_t i) const { return s_[i]; }
+  // Class of the byte at i if it is ASCII, else 0.
+  uint32_t AsciiClass(size_t i) const { return ascii_[s_[i]]; }
 
   // Class of the character at i (< end); its length in *len.
   TOKTIER_FS_INLINE uint32_t At(size_t i, size_t* len) const {
@@ -149,13 +151,19 @@ class Text {
   // End of the run of characters having any of `mask`, from i, before n.
   TOKTIER_FS_INLINE size_t Run(size_t i, size_t n, uint32_t mask) const {
     for (;;) {
+      // Word-at-a-time for the classes whose ASCII members are one byte
+      // range (or all but one): a stop at an ASCII byte ends the run.
+      bool stopped = false;
       if (mask == kL || mask == kLM || mask == kAsciiAlpha) {
-        i = AsciiRunWords<'a', 'z', 0x20>(i, n);
+        i = AsciiRunWords<'a', 'z', 0x20, true>(i, n, &stopped);
       } else if (mask == kLowSet) {
-        i = AsciiRunWords<'a', 'z', 0>(i, n);
+        i = AsciiRunWords<'a', 'z', 0, true>(i, n, &stopped);
       } else if (mask == kUpSet) {
-        i = AsciiRunWords<'A', 'Z', 0>(i, n);
+        i = AsciiRunWords<'A', 'Z', 0, true>(i, n, &stopped);
+      } else if (mask == kDsOther) {
+        i = AsciiRunWords<'0', '9', 0, false>(i, n, &stopped);
       }
+      if (stopped) return i;
       while (i < n && (ascii_[s_[i]] & mask)) ++i;
       if (i >= n || s_[i] < 0x80) return i;
       size_t len;
@@ -164,14 +172,15 @@ class Text {
     }
   }
 
-  // Word-at-a-time part of Run for the classes whose ASCII members are a
-  // letter range (kL, kLM, kAsciiAlpha: [A-Za-z], folded by OR-ing 0x20;
-  // kLowSet: [a-z]; kUpSet: [A-Z]): from i, the end of the run of such
-  // bytes within whole 8-byte words; stops early (for the byte loop) at a
-  // word holding a non-ASCII byte. For bytes below 0x80, adding
+  // Word-at-a-time part of Run: from i, the end of the run of ASCII bytes
+  // inside [kLo, kHi] (kInside; after OR-ing kFold into each byte) or
+  // outside it (!kInside), within whole 8-byte words. *stopped: the run
+  // ends at the returned position, an ASCII byte that is not a member;
+  // otherwise the byte loop goes on from there (a word holding a non-ASCII
+  // byte, or fewer than 8 bytes left). For bytes below 0x80, adding
   // 0x80 - lo sets a byte's top bit iff it is >= lo, with no carry out.
-  template <unsigned char kLo, unsigned char kHi, unsigned char kFold>
-  TOKTIER_FS_INLINE size_t AsciiRunWords(size_t i, size_t n) const {
+  template <unsigned char kLo, unsigned char kHi, unsigned char kFold, bool kInside>
+  TOKTIER_FS_INLINE size_t AsciiRunWords(size_t i, size_t n, bool* stopped) const {
     constexpr uint64_t kOnes = 0x0101010101010101ULL, kHigh = 0x8080808080808080ULL;
     while (i + 8 <= n) {
       uint64_t w;
@@ -180,10 +189,25 @@ class Text {
       const uint64_t x = w | (kOnes * kFold);
       const uint64_t ge_lo = (x + kOnes * (0x80 - kLo)) & kHigh;
       const uint64_t gt_hi = (x + kOnes * (0x80 - kHi - 1)) & kHigh;
-      const uint64_t outside = ~(ge_lo & ~gt_hi) & kHigh;
-      if (outside) return i + static_cast<size_t>(__builtin_ctzll(outside) / 8);
+      const uint64_t inside = ge_lo & ~gt_hi;
+      const uint64_t nonmember = (kInside ? ~inside : inside) & kHigh;
+      if (nonmember) {
+        *stopped = true;
+        return i + static_cast<size_t>(__builtin_ctzll(nonmember) / 8);
+      }
       i += 8;
     }
+    return i;
+  }
+
+  // End of the run of ASCII bytes in [kLo, kHi] (after OR-ing kFold) from i,
+  // before n; stops at any other byte, a non-ASCII one included.
+  template <unsigned char kLo, unsigned char kHi, unsigned char kFold>
+  TOKTIER_FS_INLINE size_t AsciiRangeEnd(size_t i, size_t n) const {
+    bool stopped = false;
+    i = AsciiRunWords<kLo, kHi, kFold, true>(i, n, &stopped);
+    if (stopped) return i;
+    while (i < n && s_[i] < 0x80 && static_cast<unsigned char>((s_[i] | kFold) - kLo) <= kHi - kLo) ++i;
     return i;
   }
 
@@ -275,26 +299,37 @@ class Text {
   const ClassTables& tables_;
 };
 
-// Appends pieces through a raw pointer, growing the vector in chunks.
+// Writes pieces through a raw pointer, growing the vector in chunks. From
+// the vector's end (kAppend: Split's contract), or from its start keeping
+// its size as room (kReuse: SplitReusing's; count() says how many).
 class Out {
  public:
-  explicit Out(std::vector<Span>& v) : v_(v), used_(v.size()) { Grow(); }
-  ~Out() { v_.resize(static_cast<size_t>(p_ - v_.data())); }
+  enum Mode { kAppend, kReuse };
+  Out(std::vector<Span>& v, Mode mode) : v_(v), mode_(mode), used_(mode == kAppend ? v.size() : 0) {
+    if (mode == kAppend || v_.size() < 1024) Grow();
+    p_ = v_.data() + used_;
+    end_ = v_.data() + v_.size();
+  }
+  ~Out() {
+    if (mode_ == kAppend) v_.resize(count());
+  }
   Out(const Out&) = delete;
   Out& operator=(const Out&) = delete;
   TOKTIER_FS_INLINE void Push(size_t b, size_t e) {
     if (p_ == end_) Grow();
     *p_++ = Span{static_cast<uint32_t>(b), static_cast<uint32_t>(e)};
   }
+  size_t count() const { return static_cast<size_t>(p_ - v_.data()); }
 
  private:
   __attribute__((noinline)) void Grow() {
-    if (p_) used_ = static_cast<size_t>(p_ - v_.data());
+    if (p_) used_ = count();
     v_.resize(std::max(used_ + 1024, v_.size() + v_.size() / 2));
     p_ = v_.data() + used_;
     end_ = v_.data() + v_.size();
   }
   std::vector<Span>& v_;
+  Mode mode_;
   size_t used_;
   Span* p_ = nullptr;
   Span* end_ = nullptr;
@@ -401,7 +436,36 @@ size_t O200kAlt2(const Text& t, size_t s, size_t n) {
   return e + O200kContraction(t, e, n);
 }
 
+// The letter alternatives on ASCII letters, from s (a letter at i, or one
+// right after a prefix character at i): [A-Z]*[a-z]+ (the first
+// alternative), else [A-Z]+ (the second, W* taking nothing), then a
+// contraction. Uppercase ASCII letters are not in W, so the first one has
+// nothing to backtrack to. kNpos where a run stops at a non-ASCII byte
+// (a non-ASCII letter may continue it): the general path decides.
+TOKTIER_FS_INLINE size_t O200kAsciiLetters(const Text& t, size_t s, size_t n) {
+  // Capital runs are short (words start with one): a byte loop.
+  size_t j = s;
+  while (j < n && t.Byte(j) >= 'A' && t.Byte(j) <= 'Z') ++j;
+  if (j < n && t.Byte(j) >= 0x80) return kNpos;
+  size_t e = j;
+  if (j < n && t.Byte(j) >= 'a' && t.Byte(j) <= 'z') {
+    e = t.AsciiRangeEnd<'a', 'z', 0>(j, n);
+    if (e < n && t.Byte(e) >= 0x80) return kNpos;
+  }
+  return e + O200kContraction(t, e, n);
+}
+
 size_t MatchO200k(const Text& t, size_t i, size_t n) {
+  {
+    const uint32_t a = t.AsciiClass(i);
+    size_t r = kNpos;
+    if (a & kAsciiAlpha) {
+      r = O200kAsciiLetters(t, i, n);
+    } else if ((a & (kO | kWs)) && !(a & kCrLf) && i + 1 < n && (t.AsciiClass(i + 1) & kAsciiAlpha)) {
+      r = O200kAsciiLetters(t, i + 1, n);  // [^\r\n\p{L}\p{N}] prefix
+    }
+    if (r != kNpos) return r;
+  }
   size_t len;
   const uint32_t c = t.At(i, &len);
   // The letter alternatives need a U or W character right after the optional
@@ -435,7 +499,7 @@ size_t MatchO200k(const Text& t, size_t i, size_t n) {
 // [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|
 //  ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
 // kNpos where nothing matches at i (the character joins a gap).
-size_t MatchDeepSeekMain(const Text& t, size_t i, size_t n) {
+TOKTIER_FS_INLINE size_t MatchDeepSeekMain(const Text& t, size_t i, size_t n) {
   size_t len;
   const uint32_t c = t.At(i, &len);
   if ((c & kAsciiPunct) && i + 1 < n && t.Byte(i + 1) < 0x80 && (t.At(i + 1) & kAsciiAlpha)) {
@@ -476,10 +540,24 @@ class FamilyScanner final : public Splitter {
   explicit FamilyScanner(PatternFamily family) : family_(family), tables_(ClassTables::Get()) {}
 
   void Split(std::string_view segment, std::vector<Span>& pieces) const override {
+    Out out(pieces, Out::kAppend);
+    SplitInto(segment, out);
+  }
+  size_t SplitReusing(std::string_view segment, std::vector<Span>& pieces) const override {
+    Out out(pieces, Out::kReuse);
+    SplitInto(segment, out);
+    return out.count();
+  }
+
+  bool IsHardBoundary(std::string_view text, size_t p) const override;
+
+  std::string_view name() const override { return FamilyName(family_); }
+
+ private:
+  void SplitInto(std::string_view segment, Out& out) const {
     const Text t(segment, tables_);
     const size_t n = segment.size();
     if (n == 0) return;
-    Out out(pieces);
     switch (family_) {
       case PatternFamily::kGpt2: Loop<MatchGpt2>(t, n, out); break;
       case PatternFamily::kCl100k: Loop<MatchCl100k<3>>(t, n, out); break;
@@ -490,11 +568,6 @@ class FamilyScanner final : public Splitter {
     }
   }
 
-  bool IsHardBoundary(std::string_view text, size_t p) const override;
-
-  std::string_view name() const override { return FamilyName(family_); }
-
- private:
   template <size_t (*kMatch)(const Text&, size_t, size_t)>
   static void Loop(const Text& t, size_t n, Out& out) {
     size_t i = 0;

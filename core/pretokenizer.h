@@ -51,6 +51,15 @@ class Splitter {
   // Appends the pieces of `segment` (valid UTF-8) as byte spans, in order.
   // Pieces are non-empty; removed parts are simply absent.
   virtual void Split(std::string_view segment, std::vector<Span>& pieces) const = 0;
+  // The pieces of `segment` written from pieces[0] on, their count returned;
+  // pieces may keep a larger size, whose elements past the count are
+  // unspecified. A caller that splits chunk after chunk into one buffer
+  // then pays no zero-filling of a freshly grown vector per chunk.
+  [[nodiscard]] virtual size_t SplitReusing(std::string_view segment, std::vector<Span>& pieces) const {
+    pieces.clear();
+    Split(segment, pieces);
+    return pieces.size();
+  }
   // True only when, for EVERY text X whose characters around p are those of
   // `text` (see the family's rule), Split(X) == Split(X[:p]) ++ Split(X[p:]).
   // Used by incremental repair; must never return true unproven. A rule may

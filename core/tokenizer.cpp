@@ -29,13 +29,14 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
   std::string_view part = norm.substr(part_begin, part_end - part_begin);
   if (part.empty()) return;
   // Kept between calls (a chunk's pieces fit in L2); released after a huge one.
+  // Its size is its high-water mark (SplitReusing); the first n_pieces are this part's.
   thread_local std::vector<Span> pieces;
-  pieces.clear();
   const Splitter* splitter = path == Path::kFast && fast_ ? fast_.get() : generic_.get();
+  size_t n_pieces = 1;
   if (splitter == nullptr) {
-    pieces.push_back(Span{0, static_cast<uint32_t>(part.size())});
+    pieces.assign(1, Span{0, static_cast<uint32_t>(part.size())});
   } else {
-    splitter->Split(part, pieces);
+    n_pieces = splitter->SplitReusing(part, pieces);
   }
   PieceCaches& caches = CachesFor(instance_id_);
   // About a token per 4 bytes of text; growth past that doubles (states
@@ -57,7 +58,7 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
   HotPieceCache::Key short_keys[2][kBatch];
   LongPieceCache::Key long_keys[2][kBatch];
   auto prepare = [&](size_t b0, size_t ring) {
-    const size_t b1 = std::min(pieces.size(), b0 + kBatch);
+    const size_t b1 = std::min(n_pieces, b0 + kBatch);
     for (size_t k = b0; k < b1; ++k) {
       const uint32_t len = pieces[k].end - pieces[k].begin;
       const char* p = part.data() + pieces[k].begin;
@@ -80,10 +81,10 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
     }
   };
   prepare(0, 0);
-  for (size_t b0 = 0, batch = 0; b0 < pieces.size(); b0 += kBatch, ++batch) {
-    const size_t b1 = std::min(pieces.size(), b0 + kBatch);
+  for (size_t b0 = 0, batch = 0; b0 < n_pieces; b0 += kBatch, ++batch) {
+    const size_t b1 = std::min(n_pieces, b0 + kBatch);
     const size_t ring = batch & 1;
-    if (b1 < pieces.size()) prepare(b1, ring ^ 1);
+    if (b1 < n_pieces) prepare(b1, ring ^ 1);
     for (size_t k = b0; k < b1; ++k) {
       const Span sp = pieces[k];
       const uint32_t len = sp.end - sp.begin;

@@ -170,6 +170,12 @@ class Checker {
     std::vector<Span> g, sc;
     generic_->Split(s, g);
     scanner_->Split(s, sc);
+    // SplitReusing into a buffer holding an earlier string's pieces.
+    const size_t reused = scanner_->SplitReusing(s, reuse_);
+    if (reused != sc.size() || !std::equal(sc.begin(), sc.end(), reuse_.begin())) {
+      ++c.scanner_diffs;
+      c.Example("SplitReusing differs from Split on " + Show(s));
+    }
     ++c.strings;
     ++c.splits;
     if (g != sc) {
@@ -204,6 +210,7 @@ class Checker {
   }
 
  private:
+  std::vector<Span> reuse_;  // SplitReusing's buffer, kept across strings
   static std::string FirstDiff(std::string_view s, const std::vector<Span>& a,
                                const std::vector<Span>& b) {
     size_t i = 0;
@@ -393,6 +400,43 @@ TEST_CASE("scanner: random long strings equal the generic path") {
     }
   }
   Report("random long strings", total);
+}
+
+// Issue 13: the scanners classify ASCII runs 8 bytes at a time and take
+// ASCII-only fast paths (o200k's letter alternatives, DeepSeek's non-digit
+// runs). Strings made of runs (1-40 bytes of one ASCII class, then a
+// non-ASCII letter, mark, digit or CJK character, a contraction, spaces)
+// put every run end at every offset of a word, and next to the characters
+// that make a fast path hand over to the general one.
+TEST_CASE("issue13: word-at-a-time ASCII runs next to non-ASCII characters equal the generic path") {
+  std::mt19937_64 rng(13);
+  const std::vector<std::string> runs = {"abcdefghijklmnopqrstuvwxyzabcdefghijklmn",
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJKLMN",
+                                         "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeFgHiJkLmN",
+                                         "0123456789012345678901234567890123456789",
+                                         "                                        ",
+                                         "..,,;;::!!??--__((//))[[]]{{}}<<>>==++**"};
+  const std::vector<std::string> single = {"\u00e9", "\u00c9", "\u01C5", "\u02B0", "\u0301", "\u4e2d",
+                                           "\u3042", "\u0661", "\u00b2", "\u017f", "'s", "'LL", "'",
+                                           "\n", "\r\n", "\t", "\u00a0", "\U0001F600", "a", "Z", "1", " "};
+  std::uniform_int_distribution<size_t> pick_run(0, runs.size() - 1), pick_single(0, single.size() - 1),
+      run_len(1, 40), parts(1, 12);
+  const int n = LongCampaign() ? 200000 : 20000;
+  Counts total;
+  for (const auto& f : Families()) {
+    Checker ch(f);
+    for (int i = 0; i < n; ++i) {
+      std::string s;
+      for (size_t k = parts(rng); k > 0; --k) {
+        const std::string& r = runs[pick_run(rng)];
+        const size_t len = run_len(rng), at = rng() % (r.size() - len + 1);
+        s += r.substr(at, len);
+        s += single[pick_single(rng)];
+      }
+      ch.Compare(s, rng, i % 8 == 0 ? -1 : 4, total);
+    }
+  }
+  Report("issue13 ASCII runs", total);
 }
 
 TEST_CASE("scanner: random mid-length strings, every hard boundary checked") {
