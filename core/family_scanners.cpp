@@ -211,6 +211,13 @@ class Text {
     return i;
   }
 
+  // End of the run of ASCII capitals from i, before n: a byte loop, since
+  // such runs are short (words start with one; word-at-a-time was slower).
+  size_t AsciiCapitalsEnd(size_t i, size_t n) const {
+    while (i < n && s_[i] >= 'A' && s_[i] <= 'Z') ++i;
+    return i;
+  }
+
   // Lower-cased letter of a contraction at i (< n), or 0; *len its length.
   // With `fold`, (?i:) semantics: ASCII case plus U+017F (long s folds to s).
   int ContractionLetter(size_t i, size_t n, bool fold, size_t* len) const {
@@ -306,9 +313,12 @@ class Out {
  public:
   enum Mode { kAppend, kReuse };
   Out(std::vector<Span>& v, Mode mode) : v_(v), mode_(mode), used_(mode == kAppend ? v.size() : 0) {
-    if (mode == kAppend || v_.size() < 1024) Grow();
-    p_ = v_.data() + used_;
-    end_ = v_.data() + v_.size();
+    if (mode == kAppend || v_.size() < 1024) {
+      Grow();
+    } else {
+      p_ = v_.data();
+      end_ = p_ + v_.size();
+    }
   }
   ~Out() {
     if (mode_ == kAppend) v_.resize(count());
@@ -400,8 +410,7 @@ size_t O200kAlt1(const Text& t, size_t s, size_t n) {
   // character or the end. None of its characters is in W, so there is no
   // backtracking point: W+ must start right after it.
   {
-    size_t j = s;
-    while (j < n && t.Byte(j) >= 'A' && t.Byte(j) <= 'Z') ++j;
+    const size_t j = t.AsciiCapitalsEnd(s, n);
     if (j >= n || t.Byte(j) < 0x80) {
       if (j < n && (t.At(j) & kLowSet)) {
         const size_t e = t.Run(j, n, kLowSet);
@@ -443,9 +452,7 @@ size_t O200kAlt2(const Text& t, size_t s, size_t n) {
 // nothing to backtrack to. kNpos where a run stops at a non-ASCII byte
 // (a non-ASCII letter may continue it): the general path decides.
 TOKTIER_FS_INLINE size_t O200kAsciiLetters(const Text& t, size_t s, size_t n) {
-  // Capital runs are short (words start with one): a byte loop.
-  size_t j = s;
-  while (j < n && t.Byte(j) >= 'A' && t.Byte(j) <= 'Z') ++j;
+  const size_t j = t.AsciiCapitalsEnd(s, n);
   if (j < n && t.Byte(j) >= 0x80) return kNpos;
   size_t e = j;
   if (j < n && t.Byte(j) >= 'a' && t.Byte(j) <= 'z') {
