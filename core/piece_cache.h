@@ -57,33 +57,43 @@ class InlinePieceCache {
     }
     // Branch-free masking through a table (piece lengths vary too much to
     // predict a branch on them).
+    // The set is the top bits of a sum of per-word multiplicative hashes:
+    // every bit of a word reaches the top bits of its product, and the
+    // length needs no mixing in (the masked words tell nearly all lengths
+    // apart; Matches compares it).
     const auto& masks = Masks().m[len];
-    uint64_t h = key.len;
+    uint64_t h = 0;
     for (int w = 0; w < kWords; ++w) {
       key.k[w] = words[w] & masks[w];
       h ^= key.k[w] * (0x9E3779B97F4A7C15ULL + 2 * static_cast<uint64_t>(w));
     }
-    h *= 0xD6E8FEB86659FD93ULL;
-    h ^= h >> 32;
     key.set = static_cast<uint32_t>(h >> (64 - kBits)) & ~static_cast<uint32_t>(kWays - 1);
     return key;
   }
   // Starts loading the key's line (callers look a batch of pieces up after
   // prefetching them all, so the cache misses overlap).
   void Prefetch(const Key& k) const { __builtin_prefetch(&slots_[k.set]); }
+  // One branch per way: the differences are OR-ed together.
   static bool Matches(const Entry& e, const Key& k) {
-    if (e.len != k.len) return false;
-    for (int w = 0; w < kWords; ++w) {
-      if (e.k[w] != k.k[w]) return false;
-    }
-    return true;
+    uint64_t diff = e.len ^ k.len;
+    for (int w = 0; w < kWords; ++w) diff |= e.k[w] ^ k.k[w];
+    return diff == 0;
   }
+  // Both ways of a 2-way set are compared and the hit chosen without a
+  // branch: which way holds a piece is unpredictable, a hit or miss is not.
   const Entry* Find(const Key& k) const {
     const Entry* set = &slots_[k.set];
-    for (int w = 0; w < kWays; ++w) {
-      if (Matches(set[w], k)) return &set[w];
+    if constexpr (kWays == 2) {
+      const uintptr_t m0 = Matches(set[0], k), m1 = Matches(set[1], k);
+      const uintptr_t way1 = reinterpret_cast<uintptr_t>(&set[1]) & (uintptr_t{0} - m1);
+      const uintptr_t way0 = reinterpret_cast<uintptr_t>(&set[0]) & (uintptr_t{0} - m0);
+      return reinterpret_cast<const Entry*>(way0 | (way1 & (m0 - 1)));
+    } else {
+      for (int w = 0; w < kWays; ++w) {
+        if (Matches(set[w], k)) return &set[w];
+      }
+      return nullptr;
     }
-    return nullptr;
   }
   // Puts the key in way 0 and shifts the others down (the oldest goes: a
   // set is kept in most-recently-stored order).

@@ -71,15 +71,23 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
       }
     }
   };
-  // Appends a cached encoding of the piece at `at` of `len` bytes.
-  auto emit_cached = [&](const auto* e, uint32_t at, uint32_t len) {
-    for (uint32_t t = 0; t < e->count; ++t) ids.push_back(e->ids[t]);
+  // Cache hits are staged in fixed arrays and appended a batch at a time
+  // (one capacity check per batch, not per token); a hot entry's ids and
+  // ends are copied without a branch on its token count (slots past the
+  // count are overwritten by the next piece). Ends are staged as positions
+  // in `norm` and mapped when appended.
+  constexpr size_t kStage = kBatch * LongPieceCache::kMaxTokens;
+  uint32_t stage_ids[kStage];
+  uint32_t stage_pos[kStage];
+  size_t staged = 0;
+  auto flush = [&] {
+    ids.insert(ids.end(), stage_ids, stage_ids + staged);
     if (ends) {
-      uint32_t pos = at;
-      for (uint32_t t = 0; t + 1 < e->count; ++t) emit_end(pos += e->lens[t]);
-      emit_end(at + len);
+      for (size_t t = 0; t < staged; ++t) emit_end(stage_pos[t]);
     }
+    staged = 0;
   };
+  static_assert(HotPieceCache::kMaxTokens == 3, "the hot copy below moves three slots");
   prepare(0, 0);
   for (size_t b0 = 0, batch = 0; b0 < n_pieces; b0 += kBatch, ++batch) {
     const size_t b1 = std::min(n_pieces, b0 + kBatch);
@@ -90,28 +98,41 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
       const uint32_t len = sp.end - sp.begin;
       const char* p = part.data() + sp.begin;
       const uint32_t at = part_begin + sp.begin;
+      const LongPieceCache::Entry* long_hit = nullptr;
       if (len <= HotPieceCache::kMaxPiece) {
         if (const HotPieceCache::Entry* e = caches.hot.Find(short_keys[ring][k - b0])) {
-          if (e->count == 1) {  // the common case, without loops
-            ids.push_back(e->ids[0]);
-            if (ends) emit_end(at + len);
-          } else {
-            emit_cached(e, at, len);
+          uint32_t* o = stage_ids + staged;
+          o[0] = e->ids[0];
+          o[1] = e->ids[1];
+          o[2] = e->ids[2];
+          if (ends) {
+            uint32_t* q = stage_pos + staged;
+            q[0] = at + e->lens[0];
+            q[1] = q[0] + e->lens[1];
+            q[e->count - 1] = at + len;
           }
+          staged += e->count;
           continue;
         }
         // A short piece of more tokens than a short entry holds lives in the
         // long cache.
-        if (const LongPieceCache::Entry* e = caches.long_hot.Find(LongPieceCache::MakeKey(p, len, limit))) {
-          emit_cached(e, at, len);
-          continue;
-        }
+        long_hit = caches.long_hot.Find(LongPieceCache::MakeKey(p, len, limit));
       } else if (len <= LongPieceCache::kMaxPiece) {
-        if (const LongPieceCache::Entry* e = caches.long_hot.Find(long_keys[ring][k - b0])) {
-          emit_cached(e, at, len);
-          continue;
-        }
+        long_hit = caches.long_hot.Find(long_keys[ring][k - b0]);
       }
+      if (long_hit != nullptr) {
+        const uint32_t count = long_hit->count;
+        for (uint32_t t = 0; t < count; ++t) stage_ids[staged + t] = long_hit->ids[t];
+        if (ends) {
+          uint32_t pos = at;
+          for (uint32_t t = 0; t + 1 < count; ++t) stage_pos[staged + t] = pos += long_hit->lens[t];
+          stage_pos[staged + count - 1] = at + len;
+        }
+        staged += count;
+        continue;
+      }
+      // A miss: what is staged goes first, then this piece straight to ids.
+      flush();
       std::string_view piece(p, len);
       const size_t first = ids.size();
       lens.clear();
@@ -144,6 +165,7 @@ void TokenizerImpl::EncodePieces(std::string_view norm, const std::vector<uint32
         }
       }
     }
+    flush();
   }
   if (pieces.capacity() > (size_t{1} << 20)) std::vector<Span>().swap(pieces);
 }

@@ -199,6 +199,40 @@ TEST_CASE("issue 13: long texts on 2 and 3 threads equal one thread") {
   }
 }
 
+TEST_CASE("issue 13: the caller's group buffers, kept between runs, carry nothing into the next run") {
+  // Runs of different sizes, group counts and sinks (ids only, ids + ends +
+  // added spans) alternate on the same calling thread and pool; each must
+  // equal its one-thread encoding, so nothing a longer earlier run left in
+  // the kept buffers shows up.
+  auto tok = toktier::test::LoadTokenizer("llama3");
+  if (!tok) return;
+  const auto texts = LongTexts();
+  core::EncodePool pool(2);
+  core::EncodeOptions opt;
+  opt.pool = &pool;
+  std::string added_text;
+  while (added_text.size() < (size_t{300} << 10)) added_text += "say <|eot_id|> then 1234 more words.\n";
+  const std::vector<std::string> order = {texts[0], texts[1].substr(0, 70000), added_text, texts[1],
+                                          texts[0].substr(0, 100000), added_text.substr(0, 90000)};
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < order.size(); ++i) {
+      const bool with_ends = (i + round) % 2 == 0;
+      opt.chunk_bytes = i % 3 == 0 ? 0 : 4096;
+      core::EncodeOutcome oc;
+      if (with_ends) {
+        const Encoded par = EncodeWith(*tok, order[i], true, &opt, &oc);
+        CHECK_MESSAGE(par == EncodeWith(*tok, order[i], true, nullptr), "round " << round << " text " << i);
+      } else {
+        std::vector<uint32_t> par, one;
+        tok->Encode(order[i], true, par, opt, &oc);
+        tok->Encode(order[i], true, one);
+        CHECK_MESSAGE(par == one, "round " << round << " text " << i << " (ids only)");
+      }
+      CHECK(oc.chunks > 1);
+    }
+  }
+}
+
 TEST_CASE("issue 13: the generic path and the one-thread path agree on the long texts") {
   // The single-thread plan cuts too (32 KiB chunks); the generic path does not.
   const auto texts = LongTexts();
