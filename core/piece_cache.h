@@ -56,11 +56,10 @@ class InlinePieceCache {
       std::memcpy(words, buf, kMaxPiece);
     }
     // Branch-free masking through a table (piece lengths vary too much to
-    // predict a branch on them).
-    // The set is the top bits of a sum of per-word multiplicative hashes:
-    // every bit of a word reaches the top bits of its product, and the
-    // length needs no mixing in (the masked words tell nearly all lengths
-    // apart; Matches compares it).
+    // predict a branch on them). The set is the top bits of the XOR of the
+    // words' multiplicative hashes: every bit of a word reaches the top bits
+    // of its product, and the length needs no mixing in (the masked words
+    // tell nearly all lengths apart; Matches compares it).
     const auto& masks = Masks().m[len];
     uint64_t h = 0;
     for (int w = 0; w < kWords; ++w) {
@@ -73,7 +72,7 @@ class InlinePieceCache {
   // Starts loading the key's line (callers look a batch of pieces up after
   // prefetching them all, so the cache misses overlap).
   void Prefetch(const Key& k) const { __builtin_prefetch(&slots_[k.set]); }
-  // One branch per way: the differences are OR-ed together.
+  // The differences of the length and the words OR-ed: one test per key.
   static bool Matches(const Entry& e, const Key& k) {
     uint64_t diff = e.len ^ k.len;
     for (int w = 0; w < kWords; ++w) diff |= e.k[w] ^ k.k[w];
