@@ -164,8 +164,8 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
     const std::string nonce(req["X-Nonce"]);
     auto raw = [&](const std::string& bytes) { asio::write(*sock, asio::buffer(bytes), ec); };
     auto pause = [&] { std::this_thread::sleep_for(std::chrono::milliseconds(e->fault_delay_ms.load())); };
-    e->requests_seen++;
     const std::string_view target = req.target();
+    if (target != "/health") e->requests_seen++;
     // Without recording (the load generator) nothing is copied: a 1 MB body
     // copied per request was a large share of the harness's own CPU.
     if (e->record_ && target != "/health") {

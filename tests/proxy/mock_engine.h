@@ -89,6 +89,8 @@ class MockEngine {
   void ClearRequests();
   std::atomic<int> events_sent{0};
   std::atomic<int> write_failures{0};
+  // Requests other than /health: the proxy's health checker probes on a
+  // timer, so counting its probes made "the engine saw the request" racy.
   std::atomic<uint64_t> requests_seen{0};
   // Time the last SSE event of the latest stream was written.
   std::chrono::steady_clock::time_point last_event_time() const;
