@@ -14,6 +14,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -291,6 +292,17 @@ TEST_CASE("issue 13: the pool runs every task once and refuses a second concurre
   }
   release = true;
   first.join();
+  // A task that outlasts the caller's spin (0.5 ms) is still waited for:
+  // Run returns only after every task has finished.
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> finished_tasks{0};
+    REQUIRE(pool.Run(3, [&](size_t i) {
+      if (i == 0) std::this_thread::sleep_for(std::chrono::milliseconds(round % 2 ? 3 : 0));
+      if (i == 2) std::this_thread::sleep_for(std::chrono::microseconds(round % 3 ? 200 : 2000));
+      finished_tasks.fetch_add(1);
+    }));
+    REQUIRE(finished_tasks.load() == 3);
+  }
   core::EncodePool single(1);
   CHECK(single.threads() == 1);
   size_t ran = 0;
