@@ -178,12 +178,12 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
     // Chunks small enough to balance the threads, large enough that each
     // costs far more than claiming it.
     const int threads = pool->threads();
-    const size_t chunk =
-        options->chunk_bytes > 0 ? options->chunk_bytes
-        : !normalizer_.identity()
-            ? kChunkBytes
-            : std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kItemsPerThread), size_t{4} << 10,
-                                 kChunkBytes);
+    size_t chunk = options->chunk_bytes;
+    if (chunk == 0) {
+      chunk = normalizer_.identity() ? std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kItemsPerThread),
+                                                          size_t{4} << 10, kChunkBytes)
+                                     : kChunkBytes;
+    }
     bool uncut = false;
     std::vector<WorkItem> items;
     PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
@@ -195,7 +195,8 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
     const size_t groups = group_begin.size() - 1;
     // The groups' outputs live in the calling thread's buffers, kept
     // between runs: fresh vectors cost page faults and regrowth on every
-    // long miss. Each is reserved for a token per 3 bytes of its group.
+    // long miss. Each is filled to a token per 3 bytes of its group by the
+    // thread that claims the group (run_group).
     // A cache line of its own: threads fill neighbouring parts at once.
     struct alignas(64) Part {
       std::vector<uint32_t> ids, ends;
@@ -233,14 +234,13 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
       Part& part = parts[g];
       part.added.clear();
       const size_t expected_tokens = (last[-1].end - first->begin) / 3 + 64;
-      part.ids.assign(expected_tokens, 0);
-      part.ids.clear();
-      if (out.ends) {
-        part.ends.assign(expected_tokens, 0);
-        part.ends.clear();
-      } else {
-        part.ends.clear();
-      }
+      auto fill_then_clear = [expected_tokens](std::vector<uint32_t>& v) {
+        v.assign(expected_tokens, 0);
+        v.clear();
+      };
+      fill_then_clear(part.ids);
+      part.ends.clear();
+      if (out.ends) fill_then_clear(part.ends);
       EncodeWork(text, first, last, path, Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
     };
     if (groups > 1 && pool->Run(groups, run_group)) {
