@@ -63,6 +63,10 @@ class EncodePool {
   // returns when all are done; false (nothing run) when another Run is in
   // progress.
   [[nodiscard]] bool Run(size_t n, const std::function<void(size_t)>& task);
+  // The same with n = plan(), which the caller runs after waking the
+  // workers, so that they wake while it plans; false (neither run) when
+  // another Run is in progress.
+  [[nodiscard]] bool Run(const std::function<size_t()>& plan, const std::function<void(size_t)>& task);
 
  private:
   struct Impl;

@@ -1,13 +1,15 @@
 // Full tokenization on several threads: EncodePool (fork-join, the caller
-// takes part, workers woken together) and TokenizerImpl::EncodeFull, which
-// cuts a long text into work items (PlanWork: added tokens, then chunks cut
-// at content boundaries) and encodes contiguous groups of them in parallel.
-// Each group's output is what the one-thread loop would append for those
-// items, so concatenating the groups gives the one-thread result exactly.
+// takes part, workers woken together before the caller plans) and
+// TokenizerImpl::EncodeFull, which cuts a long text into work items
+// (PlanWork: added tokens, then chunks cut at content boundaries) and
+// encodes contiguous groups of them in parallel. Each group's output is what
+// the one-thread loop would append for those items, so appending the groups
+// in order gives the one-thread result exactly.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -20,9 +22,10 @@ namespace {
 // the last groups are single items, so an item's time bounds how unevenly
 // the threads finish (8 KiB items at 1 MB on 2 threads: 1.62-1.70x paired
 // speedup where 32 KiB items gave 1.55-1.61x, with a slower worker core).
-// Under a normalizer each cut is tested on a normalized window (about 1 us
+// Under a normalizer cuts cost more to test (the windows' forms are checked,
 // on the caller, before the threads start), so items stay at kChunkBytes
-// there: 8 KiB items cost Qwen3 0.12 ms more planning at 1 MB than they won.
+// there: with 8 KiB items Qwen3 planned 1 MB of code in 0.095 ms against
+// 0.063 and ran 1.83-1.84x against 1.85-1.87x.
 constexpr size_t kItemsPerThread = 64;
 
 // Contiguous groups of items, claimed in order by whichever thread is free,
@@ -58,6 +61,12 @@ void GuidedGroups(const std::vector<TokenizerImpl::WorkItem>& items, size_t thre
 // tail); past this a descheduled worker is waited for on the condition.
 constexpr auto kCallerSpin = std::chrono::microseconds(500);
 
+// How long a worker woken for a run spins for its tasks while the caller
+// plans them (about 0.1 ms per MB) before it sleeps: woken before planning,
+// the workers are running when the tasks appear (woken after, they started
+// 0.09 ms late at 1 MB, half an item's worth of work).
+constexpr auto kWorkerSpin = std::chrono::milliseconds(1);
+
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -72,7 +81,10 @@ struct EncodePool::Impl {
   std::mutex run_mu;  // one Run at a time
   std::mutex mu;
   std::condition_variable wake, done;
-  uint64_t generation = 0;
+  uint64_t generation = 0;  // bumped when a run starts (before its planning)
+  // Equals generation once the run's tasks are set; atomic so that a woken
+  // worker can spin on it unlocked.
+  std::atomic<uint64_t> published{0};
   const std::function<void(size_t)>* task = nullptr;  // null between runs
   size_t tasks = 0;
   size_t next = 0;  // next task index to claim
@@ -100,7 +112,20 @@ struct EncodePool::Impl {
       wake.wait(lock, [&] { return stopping || generation != seen; });
       if (stopping) return;
       seen = generation;
-      if (task == nullptr) continue;  // woke after the run ended
+      if (published.load(std::memory_order_acquire) != seen) {
+        // The caller is planning the tasks: spin for them, then sleep.
+        lock.unlock();
+        const auto spin_end = std::chrono::steady_clock::now() + kWorkerSpin;
+        for (unsigned k = 1; published.load(std::memory_order_acquire) != seen; ++k) {
+          CpuRelax();
+          if (k % 256 == 0 && std::chrono::steady_clock::now() > spin_end) break;
+        }
+        lock.lock();
+        wake.wait(lock, [&] { return stopping || generation != seen || published.load() == seen; });
+        if (stopping) return;
+      }
+      // Joins only the run it was woken for, and only while it lasts.
+      if (generation != seen || task == nullptr) continue;
       const std::function<void(size_t)>* fn = task;
       const size_t n = tasks;
       ++participants;
@@ -127,17 +152,26 @@ EncodePool::~EncodePool() {
 int EncodePool::threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
 
 bool EncodePool::Run(size_t n, const std::function<void(size_t)>& task) {
+  return Run([n] { return n; }, task);
+}
+
+bool EncodePool::Run(const std::function<size_t()>& plan, const std::function<void(size_t)>& task) {
   std::unique_lock<std::mutex> run(impl_->run_mu, std::try_to_lock);
   if (!run.owns_lock()) return false;
   Impl& p = *impl_;
   std::unique_lock<std::mutex> lock(p.mu);
+  ++p.generation;
+  lock.unlock();
+  p.wake.notify_all();
+  const size_t n = plan();
+  lock.lock();
   p.task = &task;
   p.tasks = n;
   p.next = 0;
   p.finished = 0;
-  ++p.generation;
+  p.published.store(p.generation, std::memory_order_release);
   lock.unlock();
-  p.wake.notify_all();
+  p.wake.notify_all();  // workers that slept through a long plan
   lock.lock();
   p.Drain(lock, &task, n);
   // Workers still inside the run hold `task`: wait until they have left.
@@ -155,6 +189,139 @@ bool EncodePool::Run(size_t n, const std::function<void(size_t)>& task) {
   p.task = nullptr;
   return true;
 }
+
+namespace {
+
+// The output of one group encoded off the calling thread, kept in the
+// calling thread's buffers between runs (fresh vectors cost page faults and
+// regrowth on every long miss). A cache line of its own: threads fill
+// neighbouring parts at once.
+struct alignas(64) Part {
+  std::vector<uint32_t> ids, ends;
+  std::vector<TextSpan> added;
+};
+
+// The parallel branch of EncodeFull: plans the items and groups while the
+// pool's workers wake, encodes the groups on the pool, and appends each to
+// `out` in order. The caller appends finished groups between its own, and
+// encodes straight into `out` a group whose predecessors are all appended,
+// so little is left to copy when the last group finishes.
+void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_special_tokens,
+                  TokenizerImpl::Path path, const TokenizerImpl::Sink& out, const EncodeOptions& options,
+                  EncodeOutcome& oc) {
+  using WorkItem = TokenizerImpl::WorkItem;
+  EncodePool& pool = *options.pool;
+  const int threads = pool.threads();
+  // Chunks small enough to balance the threads, large enough that each
+  // costs far more than claiming it.
+  size_t chunk = options.chunk_bytes;
+  if (chunk == 0) {
+    chunk = TokenizerImpl::kChunkBytes;
+    if (tok.normalizer().identity()) {
+      chunk = std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kItemsPerThread), size_t{4} << 10,
+                                 TokenizerImpl::kChunkBytes);
+    }
+  }
+  // Tokens per byte of the last text this thread encoded on a pool (code
+  // 0.25, prose 0.22, single digits 0.45): sizes the fill of each group's
+  // buffer below.
+  thread_local double tokens_per_byte = 1.0 / 3;
+  thread_local std::vector<Part> caller_parts;
+  // A lambda naming a thread_local would see the worker's; these references
+  // are the caller's.
+  std::vector<Part>& parts = caller_parts;
+  const double fill_per_byte = std::max(tokens_per_byte, 0.1) * 1.25;
+  std::vector<WorkItem> items;
+  std::vector<size_t> group_begin;
+  std::unique_ptr<std::atomic<bool>[]> ready;  // per group: its part is complete
+  size_t groups = 0;
+  auto plan = [&]() -> size_t {
+    bool uncut = false;
+    tok.PlanWork(text, 0, false, tok.MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
+    oc.uncut = uncut;
+    oc.chunks = 0;
+    for (const WorkItem& w : items) oc.chunks += !w.is_added;
+    GuidedGroups(items, static_cast<size_t>(threads), group_begin);
+    groups = group_begin.size() - 1;
+    if (groups < 2) return 0;  // uncut: encoded below on this thread
+    if (parts.size() < groups) parts.resize(groups);
+    ready = std::make_unique<std::atomic<bool>[]>(groups);
+    return groups;
+  };
+  // Threads that took part: each counts itself once per run.
+  static std::atomic<uint64_t> run_ids{0};
+  const uint64_t run_id = run_ids.fetch_add(1) + 1;
+  std::atomic<int> used{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  const size_t out_before = out.ids.size();
+  size_t appended = 0;  // groups in `out`, in order; the caller's alone
+  auto append_ready = [&] {
+    for (; appended < groups && ready[appended].load(std::memory_order_acquire); ++appended) {
+      const Part& part = parts[appended];
+      out.ids.insert(out.ids.end(), part.ids.begin(), part.ids.end());
+      if (out.ends) out.ends->insert(out.ends->end(), part.ends.begin(), part.ends.end());
+      if (out.added) out.added->insert(out.added->end(), part.added.begin(), part.added.end());
+    }
+  };
+  auto run_group = [&](size_t g) {
+    thread_local uint64_t last_run = 0;
+    if (last_run != run_id) {
+      last_run = run_id;
+      used.fetch_add(1, std::memory_order_relaxed);
+    }
+    const WorkItem* first = items.data() + group_begin[g];
+    const WorkItem* last = items.data() + group_begin[g + 1];
+    const bool on_caller = std::this_thread::get_id() == caller;
+    if (on_caller && g == appended) {
+      tok.EncodeWork(text, first, last, path, out);
+      ++appended;
+      append_ready();
+      return;
+    }
+    // Prepared by the thread that claimed the group, so the caller wakes
+    // the workers without this delay. The buffer is zero-filled up to the
+    // expected size before encoding: the caller read it in the last run,
+    // and every line a thread writes must first be taken back from the
+    // other core's cache. A fill takes the lines back many at a time; the
+    // encoding loop's push_back took them one at a time, which made the
+    // writing thread 25-40% slower (2T speedup at 1M 1.55-1.62x before,
+    // 1.73-1.86x after, all four families). The fill follows the last
+    // text's density: a fixed third of a token per byte left digits (0.45)
+    // short by a quarter, and them at 1.73x against 1.78x.
+    Part& part = parts[g];
+    part.added.clear();
+    const size_t expected_tokens = static_cast<size_t>(static_cast<double>(last[-1].end - first->begin) * fill_per_byte) + 64;
+    auto fill_then_clear = [expected_tokens](std::vector<uint32_t>& v) {
+      v.assign(expected_tokens, 0);
+      v.clear();
+    };
+    fill_then_clear(part.ids);
+    part.ends.clear();
+    if (out.ends) fill_then_clear(part.ends);
+    tok.EncodeWork(text, first, last, path,
+                   TokenizerImpl::Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
+    ready[g].store(true, std::memory_order_release);
+    if (on_caller) append_ready();
+  };
+  if (!pool.Run(plan, run_group)) {
+    oc.pool_busy = true;
+    tok.EncodeFrom(text, 0, /*continue_segment=*/false, tok.MatchesAddedTokens(add_special_tokens), path, out);
+    return;
+  }
+  if (groups < 2) {
+    tok.EncodeWork(text, items.data(), items.data() + items.size(), path, out);
+    return;
+  }
+  oc.threads = used.load();
+  append_ready();  // the groups that finished after the caller's last
+  tokens_per_byte = static_cast<double>(out.ids.size() - out_before) / static_cast<double>(text.size());
+  // A thread that once encoded a huge text does not keep its buffers.
+  size_t kept = 0;
+  for (const Part& part : parts) kept += part.ids.capacity() + part.ends.capacity();
+  if (kept > (size_t{2} << 20)) std::vector<Part>().swap(parts);
+}
+
+}  // namespace
 
 void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, Path path, const Sink& out,
                                const EncodeOptions* options, EncodeOutcome* outcome) const {
@@ -175,93 +342,7 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
   if (!parallel) {
     EncodeFrom(text, 0, /*continue_segment=*/false, MatchesAddedTokens(add_special_tokens), path, out);
   } else {
-    // Chunks small enough to balance the threads, large enough that each
-    // costs far more than claiming it.
-    const int threads = pool->threads();
-    size_t chunk = options->chunk_bytes;
-    if (chunk == 0) {
-      chunk = normalizer_.identity() ? std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kItemsPerThread),
-                                                          size_t{4} << 10, kChunkBytes)
-                                     : kChunkBytes;
-    }
-    bool uncut = false;
-    std::vector<WorkItem> items;
-    PlanWork(text, 0, false, MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
-    oc.uncut = uncut;
-    oc.chunks = 0;
-    for (const WorkItem& w : items) oc.chunks += !w.is_added;
-    std::vector<size_t> group_begin;
-    GuidedGroups(items, static_cast<size_t>(threads), group_begin);
-    const size_t groups = group_begin.size() - 1;
-    // The groups' outputs live in the calling thread's buffers, kept
-    // between runs: fresh vectors cost page faults and regrowth on every
-    // long miss. Each is filled to a token per 3 bytes of its group by the
-    // thread that claims the group (run_group).
-    // A cache line of its own: threads fill neighbouring parts at once.
-    struct alignas(64) Part {
-      std::vector<uint32_t> ids, ends;
-      std::vector<TextSpan> added;
-    };
-    thread_local std::vector<Part> caller_parts;
-    // A lambda naming a thread_local would see the worker's; this reference
-    // is the caller's.
-    std::vector<Part>& parts = caller_parts;
-    if (parts.size() < groups) parts.resize(groups);
-    // Threads that took part: each counts itself once per run.
-    static std::atomic<uint64_t> run_ids{0};
-    const uint64_t run_id = run_ids.fetch_add(1) + 1;
-    std::atomic<int> used{0};
-    auto run_group = [&](size_t g) {
-      thread_local uint64_t last_run = 0;
-      if (last_run != run_id) {
-        last_run = run_id;
-        used.fetch_add(1, std::memory_order_relaxed);
-      }
-      const WorkItem* first = items.data() + group_begin[g];
-      const WorkItem* last = items.data() + group_begin[g + 1];
-      if (g == 0) {
-        EncodeWork(text, first, last, path, out);
-        return;
-      }
-      // Prepared by the thread that claimed the group, so the caller wakes
-      // the workers without this delay. The buffer is zero-filled up to the
-      // expected size before encoding: the caller read it in the last run's
-      // concatenation, and every line a thread writes must first be taken
-      // back from the other core's cache. A fill takes the lines back many
-      // at a time; the encoding loop's push_back took them one at a time,
-      // which made the writing thread 25-40% slower (2T speedup at 1M
-      // 1.55-1.62x before, 1.73-1.86x after, all four families).
-      Part& part = parts[g];
-      part.added.clear();
-      const size_t expected_tokens = (last[-1].end - first->begin) / 3 + 64;
-      auto fill_then_clear = [expected_tokens](std::vector<uint32_t>& v) {
-        v.assign(expected_tokens, 0);
-        v.clear();
-      };
-      fill_then_clear(part.ids);
-      part.ends.clear();
-      if (out.ends) fill_then_clear(part.ends);
-      EncodeWork(text, first, last, path, Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
-    };
-    if (groups > 1 && pool->Run(groups, run_group)) {
-      oc.threads = used.load();
-      size_t total = out.ids.size();
-      for (size_t g = 1; g < groups; ++g) total += parts[g].ids.size();
-      out.ids.reserve(total + suffix_ids_.size());
-      if (out.ends) out.ends->reserve(total + suffix_ids_.size());
-      for (size_t g = 1; g < groups; ++g) {
-        out.ids.insert(out.ids.end(), parts[g].ids.begin(), parts[g].ids.end());
-        if (out.ends) out.ends->insert(out.ends->end(), parts[g].ends.begin(), parts[g].ends.end());
-        if (out.added) out.added->insert(out.added->end(), parts[g].added.begin(), parts[g].added.end());
-      }
-    } else {
-      oc.pool_busy = groups > 1;
-      EncodeWork(text, items.data(), items.data() + items.size(), path, out);
-    }
-    // A thread that once encoded a huge text does not keep its buffers.
-    size_t kept = 0;
-    for (const Part& part : parts) kept += part.ids.capacity() + part.ends.capacity();
-    if (kept > (size_t{2} << 20)) std::vector<Part>().swap(parts);
+    EncodeOnPool(*this, text, add_special_tokens, path, out, *options, oc);
   }
   if (specials) {
     out.ids.insert(out.ids.end(), suffix_ids_.begin(), suffix_ids_.end());

@@ -133,10 +133,12 @@ class TokenizerImpl {
   Status Finish();
 
  private:
-  // The normalized text around source position p of a segment slice and
-  // the image q of p in it; false when that cannot be computed exactly.
-  bool NormalizeAround(std::string_view text, size_t p, bool text_ends_segment, std::string* norm,
-                       size_t* q) const;
+  // A window [begin, end) around source position p of a segment slice whose
+  // ends are split points of the normalizer (or the segment's true ends), so
+  // that normalizing text[begin:p] and text[p:end] gives exactly the
+  // normalized text around p's image; false when none is close enough.
+  bool NormalizationWindow(std::string_view text, size_t p, bool text_ends_segment, size_t* window_begin,
+                           size_t* window_end) const;
   // With no pre-tokenizer: no merge can join the units on both sides of p.
   [[nodiscard]] bool UnitsCannotJoin(std::string_view text, size_t p) const;
   // Whether segments may be cut at content boundaries (what repair proves).

@@ -247,6 +247,56 @@ TEST_CASE("issue 13: the generic path and the one-thread path agree on the long 
   }
 }
 
+TEST_CASE("issue 13: under Unicode forms, a window the forms leave as it is is tested unnormalized, as without them") {
+  // IsContentBoundary tests the source window when the normalizer leaves
+  // both sides of it unchanged. On text already in NFC, Qwen3's NFC is the
+  // identity, so every cut it accepts must be one that the same tokenizer
+  // without a normalizer accepts on the whole segment; on ASCII text the
+  // NFC checks (split points, windows) hold everywhere, so the two agree.
+  const std::string path = toktier::test::TokenizerPath("qwen3");
+  auto json_text = path.empty() ? std::nullopt : toktier::test::ReadFile(path);
+  if (!json_text) return;
+  auto nfc = toktier::test::LoadTokenizer("qwen3");
+  nlohmann::json j = nlohmann::json::parse(*json_text);
+  REQUIRE(!j["normalizer"].is_null());
+  j["normalizer"] = nullptr;
+  core::Status st;
+  auto plain = core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
+  REQUIRE(nfc);
+  REQUIRE(plain);
+  REQUIRE_FALSE(nfc->impl().normalizer().identity());
+  std::vector<std::string> texts;
+  std::mt19937 rng(1313);
+  const std::vector<std::string> ascii_words = {"int", " main", "(", "void", ")", " {\n", "    ", "return", " 0", ";\n",
+                                                "}\n", " The", "'s", "'ll", " 123456", "\n\n", "  ", "\t", "!!!",
+                                                " don't", "HTTP", "Server", "x", "  \n", "--", "==", " ", "A1b2"};
+  const std::vector<std::string> nfc_words = {" caf\xC3\xA9", "\xE4\xB8\x80\xE4\xBA\x8C", " na\xC3\xAFve", "\xC3\x85",
+                                              " \xCE\xB1\xCE\xB2", "\xE2\x80\x83", "\xEF\xBC\x91"};
+  for (int t = 0; t < 6; ++t) {
+    std::string s;
+    const bool ascii_only = t % 2 == 0;
+    while (s.size() < 4000) {
+      s += (ascii_only || rng() % 4) ? ascii_words[rng() % ascii_words.size()] : nfc_words[rng() % nfc_words.size()];
+    }
+    texts.push_back(s);
+  }
+  size_t accepted = 0;
+  for (size_t t = 0; t < texts.size(); ++t) {
+    const std::string& text = texts[t];
+    REQUIRE(nfc->impl().normalizer().LeavesUnchanged(text));
+    const bool ascii_only = t % 2 == 0;
+    for (size_t p = 1; p < text.size(); ++p) {
+      if ((static_cast<unsigned char>(text[p]) & 0xC0) == 0x80) continue;
+      const bool by_nfc = nfc->impl().IsContentBoundary(text, p, true);
+      const bool by_plain = plain->impl().IsContentBoundary(text, p, true);
+      accepted += by_nfc;
+      if (by_nfc) REQUIRE_MESSAGE(by_plain, "text " << t << " p " << p);
+      if (ascii_only) REQUIRE_MESSAGE(by_nfc == by_plain, "text " << t << " p " << p);
+    }
+  }
+  CHECK(accepted > 1000);
+}
+
 TEST_CASE("issue 13: a text with no cut point is one chunk, reported") {
   auto tok = toktier::test::LoadTokenizer("llama3");
   if (!tok) return;
@@ -302,6 +352,41 @@ TEST_CASE("issue 13: the pool runs every task once and refuses a second concurre
       finished_tasks.fetch_add(1);
     }));
     REQUIRE(finished_tasks.load() == 3);
+  }
+  // Planned runs: the workers are woken before the plan and wait for it,
+  // by spinning (a short plan) or asleep (one longer than their 1 ms spin);
+  // a plan of no tasks runs none; a busy pool does not call the plan.
+  for (int round = 0; round < 30; ++round) {
+    std::vector<std::atomic<int>> hits(11);
+    int plans = 0;
+    const auto plan_time = std::chrono::microseconds(round % 3 == 0 ? 3000 : round % 3 == 1 ? 50 : 0);
+    REQUIRE(pool.Run(
+        [&] {
+          ++plans;
+          std::this_thread::sleep_for(plan_time);
+          return round % 5 == 4 ? size_t{0} : hits.size();
+        },
+        [&](size_t i) { hits[i].fetch_add(1); }));
+    REQUIRE(plans == 1);
+    for (auto& h : hits) REQUIRE(h.load() == (round % 5 == 4 ? 0 : 1));
+  }
+  {
+    std::atomic<bool> in_plan{false}, let_go{false};
+    std::thread planner([&] {
+      CHECK(pool.Run(
+          [&] {
+            in_plan = true;
+            while (!let_go) std::this_thread::yield();
+            return size_t{2};
+          },
+          [](size_t) {}));
+    });
+    while (!in_plan) std::this_thread::yield();
+    bool called = false;
+    CHECK_FALSE(pool.Run([&] { called = true; return size_t{1}; }, [](size_t) {}));
+    CHECK_FALSE(called);
+    let_go = true;
+    planner.join();
   }
   core::EncodePool single(1);
   CHECK(single.threads() == 1);
