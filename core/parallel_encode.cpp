@@ -75,6 +75,17 @@ inline void CpuRelax() {
 #endif
 }
 
+// Spins until done() holds or `limit` has passed (checking the clock every
+// 256 pauses), for a wait expected to be far shorter than a wake-up.
+template <typename Done>
+void SpinUntil(std::chrono::steady_clock::duration limit, Done done) {
+  const auto spin_end = std::chrono::steady_clock::now() + limit;
+  for (unsigned k = 1; !done(); ++k) {
+    CpuRelax();
+    if (k % 256 == 0 && std::chrono::steady_clock::now() > spin_end) return;
+  }
+}
+
 }  // namespace
 
 struct EncodePool::Impl {
@@ -115,11 +126,7 @@ struct EncodePool::Impl {
       if (published.load(std::memory_order_acquire) != seen) {
         // The caller is planning the tasks: spin for them, then sleep.
         lock.unlock();
-        const auto spin_end = std::chrono::steady_clock::now() + kWorkerSpin;
-        for (unsigned k = 1; published.load(std::memory_order_acquire) != seen; ++k) {
-          CpuRelax();
-          if (k % 256 == 0 && std::chrono::steady_clock::now() > spin_end) break;
-        }
+        SpinUntil(kWorkerSpin, [&] { return published.load(std::memory_order_acquire) == seen; });
         lock.lock();
         wake.wait(lock, [&] { return stopping || generation != seen || published.load() == seen; });
         if (stopping) return;
@@ -178,11 +185,7 @@ bool EncodePool::Run(const std::function<size_t()>& plan, const std::function<vo
   auto all_done = [&] { return p.finished.load() == n && p.participants.load() == 0; };
   if (!all_done()) {
     lock.unlock();
-    const auto spin_end = std::chrono::steady_clock::now() + kCallerSpin;
-    for (unsigned k = 1; !all_done(); ++k) {
-      CpuRelax();
-      if (k % 256 == 0 && std::chrono::steady_clock::now() > spin_end) break;
-    }
+    SpinUntil(kCallerSpin, all_done);
     lock.lock();
   }
   p.done.wait(lock, all_done);
