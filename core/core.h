@@ -68,8 +68,10 @@ class EncodePool {
   // another Run is in progress.
   [[nodiscard]] bool Run(const std::function<size_t()>& plan, const std::function<void(size_t)>& task);
 
+  struct Impl;  // opaque (parallel_encode.cpp)
+
  private:
-  struct Impl;
+  friend class TokenizerImpl;  // encodes into the pool's group buffers, holding the pool
   std::unique_ptr<Impl> impl_;
 };
 

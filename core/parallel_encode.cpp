@@ -86,6 +86,22 @@ void SpinUntil(std::chrono::steady_clock::duration limit, Done done) {
   }
 }
 
+// The output of one group encoded into a buffer of its own (not straight
+// into the result). A cache line of its own: threads fill neighbouring parts
+// at once.
+struct alignas(64) Part {
+  std::vector<uint32_t> ids, ends;
+  std::vector<TextSpan> added;
+};
+
+// The pool keeps its group buffers between runs up to this many bytes of
+// capacity (fresh vectors cost regrowth, and page faults whenever the
+// allocator has returned the pages): 32 MiB covers texts of about 25M
+// characters with token ends. Runs do not overlap, so a pool holds one set
+// (they were per calling thread, one set for each proxy thread that ever
+// had a long miss).
+constexpr size_t kKeptPartBytes = size_t{32} << 20;
+
 }  // namespace
 
 struct EncodePool::Impl {
@@ -104,6 +120,13 @@ struct EncodePool::Impl {
   std::atomic<int> participants{0};  // workers inside the current run
   bool stopping = false;
   std::vector<std::thread> workers;
+  // Encoding scratch of the current run (EncodeOnPool): the group buffers,
+  // and the tokens per byte of the last text (code 0.25, prose 0.22, single
+  // digits 0.45), which sizes their fill.
+  std::vector<Part> parts;
+  double tokens_per_byte = 1.0 / 3;
+
+  int threads() const { return static_cast<int>(workers.size()) + 1; }
 
   // Claims and runs tasks of the current run until none is left.
   void Drain(std::unique_lock<std::mutex>& lock, const std::function<void(size_t)>* fn, size_t n) {
@@ -115,6 +138,9 @@ struct EncodePool::Impl {
       ++finished;
     }
   }
+
+  // Run's body, for a caller that holds run_mu.
+  void RunLocked(const std::function<size_t()>& plan, const std::function<void(size_t)>& task);
 
   void WorkerLoop() {
     std::unique_lock<std::mutex> lock(mu);
@@ -156,7 +182,7 @@ EncodePool::~EncodePool() {
   for (auto& t : impl_->workers) t.join();
 }
 
-int EncodePool::threads() const { return static_cast<int>(impl_->workers.size()) + 1; }
+int EncodePool::threads() const { return impl_->threads(); }
 
 bool EncodePool::Run(size_t n, const std::function<void(size_t)>& task) {
   return Run([n] { return n; }, task);
@@ -165,7 +191,12 @@ bool EncodePool::Run(size_t n, const std::function<void(size_t)>& task) {
 bool EncodePool::Run(const std::function<size_t()>& plan, const std::function<void(size_t)>& task) {
   std::unique_lock<std::mutex> run(impl_->run_mu, std::try_to_lock);
   if (!run.owns_lock()) return false;
-  Impl& p = *impl_;
+  impl_->RunLocked(plan, task);
+  return true;
+}
+
+void EncodePool::Impl::RunLocked(const std::function<size_t()>& plan, const std::function<void(size_t)>& task) {
+  Impl& p = *this;
   std::unique_lock<std::mutex> lock(p.mu);
   ++p.generation;
   lock.unlock();
@@ -190,19 +221,9 @@ bool EncodePool::Run(const std::function<size_t()>& plan, const std::function<vo
   }
   p.done.wait(lock, all_done);
   p.task = nullptr;
-  return true;
 }
 
 namespace {
-
-// The output of one group encoded off the calling thread, kept in the
-// calling thread's buffers between runs (fresh vectors cost page faults and
-// regrowth on every long miss). A cache line of its own: threads fill
-// neighbouring parts at once.
-struct alignas(64) Part {
-  std::vector<uint32_t> ids, ends;
-  std::vector<TextSpan> added;
-};
 
 // The parallel branch of EncodeFull: plans the items and groups while the
 // pool's workers wake, encodes the groups on the pool, and appends each to
@@ -211,9 +232,18 @@ struct alignas(64) Part {
 // so little is left to copy when the last group finishes.
 void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_special_tokens,
                   TokenizerImpl::Path path, const TokenizerImpl::Sink& out, const EncodeOptions& options,
-                  EncodeOutcome& oc) {
+                  EncodePool::Impl& pool, EncodeOutcome& oc) {
   using WorkItem = TokenizerImpl::WorkItem;
-  EncodePool& pool = *options.pool;
+  // The pool's scratch is this run's alone while run_mu is held: the plan,
+  // the groups and the appends after them all run inside it.
+  std::unique_lock<std::mutex> exclusive(pool.run_mu, std::try_to_lock);
+  if (!exclusive.owns_lock()) {
+    oc.pool_busy = true;
+    tok.EncodeFrom(text, 0, /*continue_segment=*/false, tok.MatchesAddedTokens(add_special_tokens), path, out);
+    return;
+  }
+  std::vector<Part>& parts = pool.parts;
+  double& tokens_per_byte = pool.tokens_per_byte;
   const int threads = pool.threads();
   // Chunks small enough to balance the threads, large enough that each
   // costs far more than claiming it.
@@ -225,14 +255,6 @@ void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_spec
                                  TokenizerImpl::kChunkBytes);
     }
   }
-  // Tokens per byte of the last text this thread encoded on a pool (code
-  // 0.25, prose 0.22, single digits 0.45): sizes the fill of each group's
-  // buffer below.
-  thread_local double tokens_per_byte = 1.0 / 3;
-  thread_local std::vector<Part> caller_parts;
-  // A lambda naming a thread_local would see the worker's; these references
-  // are the caller's.
-  std::vector<Part>& parts = caller_parts;
   const double fill_per_byte = std::max(tokens_per_byte, 0.1) * 1.25;
   std::vector<WorkItem> items;
   std::vector<size_t> group_begin;
@@ -306,11 +328,7 @@ void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_spec
     ready[g].store(true, std::memory_order_release);
     if (on_caller) append_ready();
   };
-  if (!pool.Run(plan, run_group)) {
-    oc.pool_busy = true;
-    tok.EncodeFrom(text, 0, /*continue_segment=*/false, tok.MatchesAddedTokens(add_special_tokens), path, out);
-    return;
-  }
+  pool.RunLocked(plan, run_group);
   if (groups < 2) {
     tok.EncodeWork(text, items.data(), items.data() + items.size(), path, out);
     return;
@@ -318,10 +336,12 @@ void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_spec
   oc.threads = used.load();
   append_ready();  // the groups that finished after the caller's last
   tokens_per_byte = static_cast<double>(out.ids.size() - out_before) / static_cast<double>(text.size());
-  // A thread that once encoded a huge text does not keep its buffers.
+  // A pool that once encoded a huge text does not keep its buffers.
   size_t kept = 0;
-  for (const Part& part : parts) kept += part.ids.capacity() + part.ends.capacity();
-  if (kept > (size_t{2} << 20)) std::vector<Part>().swap(parts);
+  for (const Part& part : parts) {
+    kept += (part.ids.capacity() + part.ends.capacity()) * sizeof(uint32_t) + part.added.capacity() * sizeof(TextSpan);
+  }
+  if (kept > kKeptPartBytes) std::vector<Part>().swap(parts);
 }
 
 }  // namespace
@@ -345,7 +365,7 @@ void TokenizerImpl::EncodeFull(std::string_view text, bool add_special_tokens, P
   if (!parallel) {
     EncodeFrom(text, 0, /*continue_segment=*/false, MatchesAddedTokens(add_special_tokens), path, out);
   } else {
-    EncodeOnPool(*this, text, add_special_tokens, path, out, *options, oc);
+    EncodeOnPool(*this, text, add_special_tokens, path, out, *options, *pool->impl_, oc);
   }
   if (specials) {
     out.ids.insert(out.ids.end(), suffix_ids_.begin(), suffix_ids_.end());

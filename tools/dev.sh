@@ -154,7 +154,8 @@ run_tests() {
 #    runs (encoding, repair on edit scripts, loaders, the HTTP and JSON rules);
 #    the long reference campaigns stay in the release run;
 #  - TSan (build/tsan): the proxy's concurrency tests (live servers, I/O and
-#    worker threads, the store's writer thread).
+#    worker threads, the store's writer thread) and the encode pool's cases
+#    (several calling threads sharing one pool and its buffers).
 # Suppressions, each with its reason, are in tests/sanitizers/.
 # Build type Sanitize: -O1, line tables only (CMakeLists.txt).
 SANITIZE_FLAGS=(-DCMAKE_BUILD_TYPE=Sanitize)
@@ -174,10 +175,13 @@ run_sanitized() {
       -R '^(proxy/test_|store/|fuzz/)')
   log "TSan build ($tsan)"
   cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread >/dev/null
-  cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy
+  cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy unit_core_pool
   (cd "$tsan" &&
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
     ctest --output-on-failure -j "$JOBS" -R '^proxy/test_')
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
+    "$tsan/tests/unit_core_pool" --no-intro=true \
+    -tc='issue 13: the pool runs*,issue 13: the pool*s group buffers*,issue 13: the group buffers are the pool*'
 }
 
 cmd="${1:-}"

@@ -200,7 +200,7 @@ TEST_CASE("issue 13: long texts on 2 and 3 threads equal one thread") {
   }
 }
 
-TEST_CASE("issue 13: the caller's group buffers, kept between runs, carry nothing into the next run") {
+TEST_CASE("issue 13: the pool's group buffers, kept between runs, carry nothing into the next run") {
   // Runs of different sizes, group counts and sinks (ids only, ids + ends +
   // added spans) alternate on the same calling thread and pool; each must
   // equal its one-thread encoding, so nothing a longer earlier run left in
@@ -232,6 +232,45 @@ TEST_CASE("issue 13: the caller's group buffers, kept between runs, carry nothin
       CHECK(oc.chunks > 1);
     }
   }
+}
+
+TEST_CASE("issue 13: the group buffers are the pool's: calling threads that share it, at once, get their own results") {
+  // One pool, several calling threads encoding different texts at the same
+  // time: one of them holds the pool (and its buffers) for a whole run,
+  // including the appends after the groups; the others encode alone
+  // (pool_busy). Every result equals its one-thread encoding. Under TSan
+  // (tools/dev.sh runs the pool cases in unit_core_pool) a buffer touched
+  // outside the run is reported: releasing the pool right after the groups,
+  // before the last appends, was.
+  auto tok = toktier::test::LoadTokenizer("llama3");
+  if (!tok) return;
+  const auto texts = LongTexts();
+  REQUIRE(texts.size() >= 2);
+  std::string added_text;
+  while (added_text.size() < (size_t{200} << 10)) added_text += "say <|eot_id|> then 1234 more words.\n";
+  const std::vector<std::string> inputs = {texts[0], texts[1].substr(0, 150000), added_text};
+  std::vector<Encoded> expected;
+  for (const std::string& t : inputs) expected.push_back(EncodeWith(*tok, t, true, nullptr));
+  core::EncodePool pool(2);
+  std::atomic<int> mismatches{0}, pooled{0}, alone{0};
+  std::vector<std::thread> callers;
+  for (size_t c = 0; c < inputs.size(); ++c) {
+    callers.emplace_back([&, c] {
+      core::EncodeOptions opt;
+      opt.pool = &pool;
+      opt.chunk_bytes = c == 1 ? 4096 : 0;
+      for (int round = 0; round < 12; ++round) {
+        const size_t i = (c + static_cast<size_t>(round)) % inputs.size();
+        core::EncodeOutcome oc;
+        if (EncodeWith(*tok, inputs[i], true, &opt, &oc) != expected[i]) mismatches.fetch_add(1);
+        (oc.pool_busy ? alone : pooled).fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  CHECK(mismatches.load() == 0);
+  CHECK(pooled.load() + alone.load() == 36);
+  CHECK(pooled.load() >= 1);
 }
 
 TEST_CASE("issue 13: the generic path and the one-thread path agree on the long texts") {
