@@ -97,9 +97,8 @@ struct alignas(64) Part {
 // The pool keeps its group buffers between runs up to this many bytes of
 // capacity (fresh vectors cost regrowth, and page faults whenever the
 // allocator has returned the pages): 32 MiB covers texts of about 25M
-// characters with token ends. Runs do not overlap, so a pool holds one set
-// (they were per calling thread, one set for each proxy thread that ever
-// had a long miss).
+// characters with token ends. Runs do not overlap, so a pool holds one set,
+// not one per calling thread (every proxy thread that ever had a long miss).
 constexpr size_t kKeptPartBytes = size_t{32} << 20;
 
 }  // namespace
