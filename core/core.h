@@ -43,12 +43,12 @@ class TokenizerImpl;
 
 // ---- Parallel full tokenization ---------------------------------------------
 
-// A fork-join pool for full tokenizations of long texts: the text is cut at
-// points no piece can cross (added tokens first; then normalizer split
-// points that are pre-tokenizer hard boundaries, as repair proves them), the
-// chunks are encoded on the pool's threads and the caller's, and their IDs
-// and ends concatenated: the result equals the one-thread encoding by
-// construction. One text at a time: a caller that finds the pool busy
+// A fork-join pool for full tokenizations of long texts: the text is cut
+// into regions at points no piece can cross (added-token starts, or points
+// inside a segment that are normalizer split points and pre-tokenizer hard
+// boundaries, as repair proves them), the regions are encoded on the pool's
+// threads and the caller's, and their IDs and ends concatenated: the result
+// equals the one-thread encoding by construction. One text at a time: a caller that finds the pool busy
 // encodes alone (EncodeOutcome::pool_busy).
 class EncodePool {
  public:
@@ -63,10 +63,6 @@ class EncodePool {
   // returns when all are done; false (nothing run) when another Run is in
   // progress.
   [[nodiscard]] bool Run(size_t n, const std::function<void(size_t)>& task);
-  // The same with n = plan(), which the caller runs after waking the
-  // workers, so that they wake while it plans; false (neither run) when
-  // another Run is in progress.
-  [[nodiscard]] bool Run(const std::function<size_t()>& plan, const std::function<void(size_t)>& task);
 
   struct Impl;  // opaque (parallel_encode.cpp)
 
@@ -82,14 +78,15 @@ struct EncodeOptions {
   // Shorter texts are encoded by the calling thread alone (waking workers
   // costs more than they save). Default 64 KiB.
   size_t parallel_min_bytes = size_t{64} << 10;
-  // Target chunk size of the parallel plan; 0 (default): a quarter of the
-  // text per thread, within 4-32 KiB. Tests set it small to cut short texts.
+  // Smallest region of the parallel path (the last regions, which balance
+  // the threads, have this size); 0 (default): 1/64 of the text per thread,
+  // within 4-32 KiB. Tests set it small to cut short texts.
   size_t chunk_bytes = 0;
 };
 
 // How one full tokenization ran.
 struct EncodeOutcome {
-  size_t chunks = 0;       // independent chunks the text was cut into (0: not cut)
+  size_t chunks = 0;       // independent regions the text was cut into (0: not cut)
   int threads = 1;         // threads that encoded them
   bool pool_busy = false;  // the pool was encoding another text: this one ran alone
   bool uncut = false;      // long enough for the pool, but no cut point was found (or allowed)

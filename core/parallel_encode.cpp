@@ -1,10 +1,10 @@
 // Full tokenization on several threads: EncodePool (fork-join, the caller
-// takes part, workers woken together before the caller plans) and
-// TokenizerImpl::EncodeFull, which cuts a long text into work items
-// (PlanWork: added tokens, then chunks cut at content boundaries) and
-// encodes contiguous groups of them in parallel. Each group's output is what
-// the one-thread loop would append for those items, so appending the groups
-// in order gives the one-thread result exactly.
+// takes part, workers woken together) and TokenizerImpl::EncodeFull, which
+// cuts a long text into regions at region splits (points where the text's
+// encoding is the encodings of both sides, proven from the bytes around the
+// point alone) and encodes the regions in parallel, each as the one-thread
+// path would from its start. Appending the regions' outputs in order gives
+// the one-thread result exactly.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -18,41 +18,31 @@
 namespace toktier::core {
 namespace {
 
-// Work items (chunks) per pool thread, for texts under kChunkBytes per item:
-// the last groups are single items, so an item's time bounds how unevenly
-// the threads finish (8 KiB items at 1 MB on 2 threads: 1.62-1.70x paired
-// speedup where 32 KiB items gave 1.55-1.61x, with a slower worker core).
-// Under a normalizer cuts cost more to test (the windows' forms are checked,
-// on the caller, before the threads start), so items stay at kChunkBytes
-// there: with 8 KiB items Qwen3 planned 1 MB of code in 0.095 ms against
-// 0.063 and ran 1.83-1.84x against 1.85-1.87x.
-constexpr size_t kItemsPerThread = 64;
+// Regions per pool thread at the smallest region size: the last regions
+// are the smallest, so a region's time bounds how unevenly the threads
+// finish (8 KiB at 1 MB on 2 threads: 1.62-1.70x paired speedup where 32 KiB
+// gave 1.55-1.61x, with a slower worker core).
+constexpr size_t kRegionsPerThread = 64;
 
-// Contiguous groups of items, claimed in order by whichever thread is free,
-// whose sizes shrink as the text is used up: each takes 1/(kGuide * threads)
-// of the bytes still left (at least one item). The first groups are large
-// (few claims, few output vectors to concatenate); the last are single
-// items, so the threads finish within about an item of each other (equal
-// groups left one thread idle for up to a whole group at the end).
+// Regions are claimed in order by whichever thread is free, and their sizes
+// shrink as the text is used up: each takes 1/(kGuide * threads) of the
+// bytes still left (at least the smallest size). The first regions are
+// large (few claims, few output vectors to concatenate); the last are
+// small, so the threads finish within about one of each other (equal
+// regions left one thread idle for up to a whole region at the end).
 constexpr size_t kGuide = 2;
 
-void GuidedGroups(const std::vector<TokenizerImpl::WorkItem>& items, size_t threads,
-                  std::vector<size_t>& group_begin) {
-  group_begin.assign(1, 0);
-  size_t left = 0;
-  for (const TokenizerImpl::WorkItem& w : items) left += w.end - w.begin;
-  size_t bytes = 0;
-  size_t target = left / (kGuide * threads);
-  for (size_t i = 0; i + 1 < items.size(); ++i) {
-    bytes += items[i].end - items[i].begin;
-    if (bytes >= target) {
-      group_begin.push_back(i + 1);
-      left -= bytes;
-      bytes = 0;
-      target = left / (kGuide * threads);
-    }
+// The nominal starts of the regions of an n-byte text (starts[0] = 0, a
+// last entry n); each real start is the first region split at or after its
+// nominal one.
+void GuidedRegions(size_t n, size_t threads, size_t min_bytes, std::vector<size_t>& starts) {
+  starts.assign(1, 0);
+  size_t at = 0;
+  while (n - at >= 2 * min_bytes) {
+    at += std::max(min_bytes, (n - at) / (kGuide * threads));
+    starts.push_back(at);
   }
-  group_begin.push_back(items.size());
+  starts.push_back(n);
 }
 
 // How long the caller, out of tasks, spins for the last groups in flight
@@ -60,12 +50,6 @@ void GuidedGroups(const std::vector<TokenizerImpl::WorkItem>& items, size_t thre
 // thread takes to be woken on a VM (0.1-0.3 ms measured, as long as the whole
 // tail); past this a descheduled worker is waited for on the condition.
 constexpr auto kCallerSpin = std::chrono::microseconds(500);
-
-// How long a worker woken for a run spins for its tasks while the caller
-// plans them (about 0.1 ms per MB) before it sleeps: woken before planning,
-// the workers are running when the tasks appear (woken after, they started
-// 0.09 ms late at 1 MB, half an item's worth of work).
-constexpr auto kWorkerSpin = std::chrono::milliseconds(1);
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -107,10 +91,7 @@ struct EncodePool::Impl {
   std::mutex run_mu;  // one Run at a time
   std::mutex mu;
   std::condition_variable wake, done;
-  uint64_t generation = 0;  // bumped when a run starts (before its planning)
-  // Equals generation once the run's tasks are set; atomic so that a woken
-  // worker can spin on it unlocked.
-  std::atomic<uint64_t> published{0};
+  uint64_t generation = 0;  // bumped when a run starts, its tasks set
   const std::function<void(size_t)>* task = nullptr;  // null between runs
   size_t tasks = 0;
   size_t next = 0;  // next task index to claim
@@ -138,8 +119,11 @@ struct EncodePool::Impl {
     }
   }
 
-  // Run's body, for a caller that holds run_mu.
-  void RunLocked(const std::function<size_t()>& plan, const std::function<void(size_t)>& task);
+  // Run's body, for a caller that holds run_mu. The tasks are set before
+  // the workers are woken, so the caller notifies once (each notify of a
+  // sleeping worker costs the caller tens of microseconds on a VM) and a
+  // worker starts on a task as soon as it runs.
+  void RunLocked(size_t n, const std::function<void(size_t)>& task);
 
   void WorkerLoop() {
     std::unique_lock<std::mutex> lock(mu);
@@ -148,16 +132,9 @@ struct EncodePool::Impl {
       wake.wait(lock, [&] { return stopping || generation != seen; });
       if (stopping) return;
       seen = generation;
-      if (published.load(std::memory_order_acquire) != seen) {
-        // The caller is planning the tasks: spin for them, then sleep.
-        lock.unlock();
-        SpinUntil(kWorkerSpin, [&] { return published.load(std::memory_order_acquire) == seen; });
-        lock.lock();
-        wake.wait(lock, [&] { return stopping || generation != seen || published.load() == seen; });
-        if (stopping) return;
-      }
-      // Joins only the run it was woken for, and only while it lasts.
-      if (generation != seen || task == nullptr) continue;
+      // Joins only while the run lasts (it may have ended before this
+      // worker got to run).
+      if (task == nullptr) continue;
       const std::function<void(size_t)>* fn = task;
       const size_t n = tasks;
       ++participants;
@@ -184,31 +161,22 @@ EncodePool::~EncodePool() {
 int EncodePool::threads() const { return impl_->threads(); }
 
 bool EncodePool::Run(size_t n, const std::function<void(size_t)>& task) {
-  return Run([n] { return n; }, task);
-}
-
-bool EncodePool::Run(const std::function<size_t()>& plan, const std::function<void(size_t)>& task) {
   std::unique_lock<std::mutex> run(impl_->run_mu, std::try_to_lock);
   if (!run.owns_lock()) return false;
-  impl_->RunLocked(plan, task);
+  impl_->RunLocked(n, task);
   return true;
 }
 
-void EncodePool::Impl::RunLocked(const std::function<size_t()>& plan, const std::function<void(size_t)>& task) {
+void EncodePool::Impl::RunLocked(size_t n, const std::function<void(size_t)>& task) {
   Impl& p = *this;
   std::unique_lock<std::mutex> lock(p.mu);
   ++p.generation;
-  lock.unlock();
-  p.wake.notify_all();
-  const size_t n = plan();
-  lock.lock();
   p.task = &task;
   p.tasks = n;
   p.next = 0;
   p.finished = 0;
-  p.published.store(p.generation, std::memory_order_release);
   lock.unlock();
-  p.wake.notify_all();  // workers that slept through a long plan
+  p.wake.notify_all();
   lock.lock();
   p.Drain(lock, &task, n);
   // Workers still inside the run hold `task`: wait until they have left.
@@ -224,85 +192,119 @@ void EncodePool::Impl::RunLocked(const std::function<size_t()>& plan, const std:
 
 namespace {
 
-// The parallel branch of EncodeFull: plans the items and groups while the
-// pool's workers wake, encodes the groups on the pool, and appends each to
-// `out` in order. The caller appends finished groups between its own, and
-// encodes straight into `out` a group whose predecessors are all appended,
-// so little is left to copy when the last group finishes.
+// The parallel branch of EncodeFull. The text is cut into regions at region
+// splits (TokenizerImpl::IsRegionSplit) found near nominal offsets; each
+// region is encoded as the one-thread path encodes the text from its start,
+// by whichever thread claims it, so there is no plan before the threads
+// start: the caller publishes the regions at once and the threads find
+// their own splits (each a pure function of the text, so two threads that
+// look for the same one agree; the first to find it shares it). A nominal
+// split with no region split near it merges its region into the previous
+// one. The caller appends finished regions between its own, and encodes
+// straight into `out` a region whose predecessors are all appended, so
+// little is left to copy when the last region finishes.
 void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_special_tokens,
                   TokenizerImpl::Path path, const TokenizerImpl::Sink& out, const EncodeOptions& options,
                   EncodePool::Impl& pool, EncodeOutcome& oc) {
-  using WorkItem = TokenizerImpl::WorkItem;
-  // The pool's scratch is this run's alone while run_mu is held: the plan,
-  // the groups and the appends after them all run inside it.
+  const bool match_added = tok.MatchesAddedTokens(add_special_tokens);
+  auto encode_alone = [&] { tok.EncodeFrom(text, 0, /*continue_segment=*/false, match_added, path, out); };
+  const int threads = pool.threads();
+  const size_t n = text.size();
+  // Regions small enough to balance the threads, large enough that each
+  // costs far more than claiming it and finding its split.
+  const size_t min_bytes =
+      options.chunk_bytes != 0
+          ? options.chunk_bytes
+          : std::clamp<size_t>(n / (static_cast<size_t>(threads) * kRegionsPerThread), size_t{4} << 10,
+                               TokenizerImpl::kChunkBytes);
+  std::vector<size_t> starts;
+  GuidedRegions(n, static_cast<size_t>(threads), min_bytes, starts);
+  const size_t regions = starts.size() - 1;
+  if (regions < 2 || !tok.CanCutSegments()) {
+    // Too short to cut, or the tokenizer allows no cut: no thread woken.
+    oc.uncut = true;
+    oc.chunks = 1;
+    encode_alone();
+    return;
+  }
+  // The pool's scratch is this run's alone while run_mu is held: the
+  // regions and the appends after them all run inside it.
   std::unique_lock<std::mutex> exclusive(pool.run_mu, std::try_to_lock);
   if (!exclusive.owns_lock()) {
     oc.pool_busy = true;
-    tok.EncodeFrom(text, 0, /*continue_segment=*/false, tok.MatchesAddedTokens(add_special_tokens), path, out);
+    encode_alone();
     return;
   }
   std::vector<Part>& parts = pool.parts;
-  double& tokens_per_byte = pool.tokens_per_byte;
-  const int threads = pool.threads();
-  // Chunks small enough to balance the threads, large enough that each
-  // costs far more than claiming it.
-  size_t chunk = options.chunk_bytes;
-  if (chunk == 0) {
-    chunk = TokenizerImpl::kChunkBytes;
-    if (tok.normalizer().identity()) {
-      chunk = std::clamp<size_t>(text.size() / (static_cast<size_t>(threads) * kItemsPerThread), size_t{4} << 10,
-                                 TokenizerImpl::kChunkBytes);
+  if (parts.size() < regions) parts.resize(regions);
+  const double fill_per_byte = std::max(pool.tokens_per_byte, 0.1) * 1.25;
+  // A split is looked for in a short stretch after its nominal offset (text
+  // has one every few bytes); a stretch without one (a long piece, added
+  // tokens all around) merges the region into the previous one.
+  const size_t search = std::clamp<size_t>(min_bytes / 8, 64, 1024);
+  // Region k's split, shared once found: kUnknown, kNone or the offset.
+  constexpr int64_t kUnknown = -2, kNone = -1;
+  std::unique_ptr<std::atomic<int64_t>[]> split(new std::atomic<int64_t>[regions]);
+  for (size_t k = 0; k < regions; ++k) split[k].store(k == 0 ? 0 : kUnknown, std::memory_order_relaxed);
+  auto split_of = [&](size_t k) -> int64_t {
+    int64_t s = split[k].load(std::memory_order_relaxed);
+    if (s == kUnknown) {
+      const size_t p = tok.FindRegionSplit(text, starts[k], search, match_added);
+      s = p == std::string_view::npos ? kNone : static_cast<int64_t>(p);
+      split[k].store(s, std::memory_order_relaxed);
     }
-  }
-  const double fill_per_byte = std::max(tokens_per_byte, 0.1) * 1.25;
-  std::vector<WorkItem> items;
-  std::vector<size_t> group_begin;
-  std::unique_ptr<std::atomic<bool>[]> ready;  // per group: its part is complete
-  size_t groups = 0;
-  auto plan = [&]() -> size_t {
-    bool uncut = false;
-    tok.PlanWork(text, 0, false, tok.MatchesAddedTokens(add_special_tokens), path, chunk, items, &uncut);
-    oc.uncut = uncut;
-    oc.chunks = 0;
-    for (const WorkItem& w : items) oc.chunks += !w.is_added;
-    GuidedGroups(items, static_cast<size_t>(threads), group_begin);
-    groups = group_begin.size() - 1;
-    if (groups < 2) return 0;  // uncut: encoded below on this thread
-    if (parts.size() < groups) parts.resize(groups);
-    ready = std::make_unique<std::atomic<bool>[]>(groups);
-    return groups;
+    return s;
   };
+  std::unique_ptr<std::atomic<bool>[]> ready(new std::atomic<bool>[regions]);  // its part is complete
+  for (size_t k = 0; k < regions; ++k) ready[k].store(false, std::memory_order_relaxed);
   // Threads that took part: each counts itself once per run.
   static std::atomic<uint64_t> run_ids{0};
   const uint64_t run_id = run_ids.fetch_add(1) + 1;
   std::atomic<int> used{0};
+  std::atomic<size_t> nonempty{0};
   const std::thread::id caller = std::this_thread::get_id();
   const size_t out_before = out.ids.size();
-  size_t appended = 0;  // groups in `out`, in order; the caller's alone
+  size_t appended = 0;  // regions in `out`, in order; the caller's alone
   auto append_ready = [&] {
-    for (; appended < groups && ready[appended].load(std::memory_order_acquire); ++appended) {
+    for (; appended < regions && ready[appended].load(std::memory_order_acquire); ++appended) {
       const Part& part = parts[appended];
       out.ids.insert(out.ids.end(), part.ids.begin(), part.ids.end());
       if (out.ends) out.ends->insert(out.ends->end(), part.ends.begin(), part.ends.end());
       if (out.added) out.added->insert(out.added->end(), part.added.begin(), part.added.end());
     }
   };
-  auto run_group = [&](size_t g) {
+  auto run_region = [&](size_t g) {
     thread_local uint64_t last_run = 0;
     if (last_run != run_id) {
       last_run = run_id;
       used.fetch_add(1, std::memory_order_relaxed);
     }
-    const WorkItem* first = items.data() + group_begin[g];
-    const WorkItem* last = items.data() + group_begin[g + 1];
+    // [begin, end): from this region's split to the next one found (none:
+    // the region is empty, merged into the previous one). Splits do not
+    // decrease: a region's split past the next nominal offset is the next
+    // region's split too, which leaves that region empty.
+    const int64_t s = split_of(g);
+    size_t begin = n, end = n;
+    if (s != kNone) {
+      begin = static_cast<size_t>(s);
+      for (size_t j = g + 1; j < regions; ++j) {
+        const int64_t t = split_of(j);
+        if (t != kNone) {
+          end = static_cast<size_t>(t);
+          break;
+        }
+      }
+    }
+    if (begin < end) nonempty.fetch_add(1, std::memory_order_relaxed);
+    const std::string_view upto = text.substr(0, end);
     const bool on_caller = std::this_thread::get_id() == caller;
     if (on_caller && g == appended) {
-      tok.EncodeWork(text, first, last, path, out);
+      if (begin < end) tok.EncodeFrom(upto, begin, /*continue_segment=*/begin > 0, match_added, path, out);
       ++appended;
       append_ready();
       return;
     }
-    // Prepared by the thread that claimed the group, so the caller wakes
+    // Prepared by the thread that claimed the region, so the caller wakes
     // the workers without this delay. The buffer is zero-filled up to the
     // expected size before encoding: the caller read it in the last run,
     // and every line a thread writes must first be taken back from the
@@ -313,28 +315,29 @@ void EncodeOnPool(const TokenizerImpl& tok, std::string_view text, bool add_spec
     // text's density: a fixed third of a token per byte left digits (0.45)
     // short by a quarter, and them at 1.73x against 1.78x.
     Part& part = parts[g];
-    part.added.clear();
-    const size_t expected_tokens = static_cast<size_t>(static_cast<double>(last[-1].end - first->begin) * fill_per_byte) + 64;
-    auto fill_then_clear = [expected_tokens](std::vector<uint32_t>& v) {
-      v.assign(expected_tokens, 0);
-      v.clear();
-    };
-    fill_then_clear(part.ids);
+    part.ids.clear();
     part.ends.clear();
-    if (out.ends) fill_then_clear(part.ends);
-    tok.EncodeWork(text, first, last, path,
-                   TokenizerImpl::Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
+    part.added.clear();
+    if (begin < end) {
+      const size_t expected_tokens = static_cast<size_t>(static_cast<double>(end - begin) * fill_per_byte) + 64;
+      auto fill_then_clear = [expected_tokens](std::vector<uint32_t>& v) {
+        v.assign(expected_tokens, 0);
+        v.clear();
+      };
+      fill_then_clear(part.ids);
+      if (out.ends) fill_then_clear(part.ends);
+      tok.EncodeFrom(upto, begin, /*continue_segment=*/begin > 0, match_added, path,
+                     TokenizerImpl::Sink{part.ids, out.ends ? &part.ends : nullptr, out.added ? &part.added : nullptr});
+    }
     ready[g].store(true, std::memory_order_release);
     if (on_caller) append_ready();
   };
-  pool.RunLocked(plan, run_group);
-  if (groups < 2) {
-    tok.EncodeWork(text, items.data(), items.data() + items.size(), path, out);
-    return;
-  }
+  pool.RunLocked(regions, run_region);
   oc.threads = used.load();
-  append_ready();  // the groups that finished after the caller's last
-  tokens_per_byte = static_cast<double>(out.ids.size() - out_before) / static_cast<double>(text.size());
+  oc.chunks = nonempty.load();
+  oc.uncut = oc.chunks < 2;
+  append_ready();  // the regions that finished after the caller's last
+  pool.tokens_per_byte = static_cast<double>(out.ids.size() - out_before) / static_cast<double>(n);
   // A pool that once encoded a huge text does not keep its buffers.
   size_t kept = 0;
   for (const Part& part : parts) {

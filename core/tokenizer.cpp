@@ -214,8 +214,78 @@ size_t TokenizerImpl::FindCut(std::string_view text, size_t seg_begin, size_t se
   return seg_end;
 }
 
+size_t TokenizerImpl::FindRegionSplit(std::string_view text, size_t from, size_t max_search, bool match_added) const {
+  const size_t n = text.size();
+  if (!CanCutSegments()) return std::string_view::npos;
+  const AddedTokenMatcher* matchers[2] = {nullptr, nullptr};
+  size_t token_len = 0;  // longest added token that is matched
+  if (match_added && !raw_added_.empty()) {
+    matchers[0] = &raw_added_;
+    token_len = raw_added_.max_length();
+  }
+  // Normalized added tokens split segments whatever match_added says
+  // (EncodeNormalized); with cuts allowed, the normalizer is the identity
+  // and they are matched on these very bytes.
+  if (!norm_added_.empty()) {
+    matchers[1] = &norm_added_;
+    token_len = std::max(token_len, norm_added_.max_length());
+  }
+  // p needs no occurrence starting in [lo(p), hi(p)): lo(p) = p - reach -
+  // token_len + 1 (an earlier one ends before the window), hi(p) = p + reach.
+  // `occurrence` is the first start at or after `scanned_from`, or
+  // `scanned_to` when there is none below it; the scan only moves forward.
+  const size_t stop = std::min(n, from + max_search);
+  size_t scanned_from = 0, scanned_to = 0, occurrence = 0;
+  auto first_occurrence = [&](size_t lo, size_t hi) {
+    if (lo < scanned_from || occurrence < lo || hi > scanned_to) {
+      scanned_from = lo;
+      scanned_to = std::min(n, std::max(hi, stop + kRegionReach));
+      occurrence = scanned_to;
+      for (const AddedTokenMatcher* m : matchers) {
+        if (m != nullptr) occurrence = std::min(occurrence, m->FirstOccurrence(text, lo, occurrence));
+      }
+    }
+    return occurrence;
+  };
+  // The other kind of split: the start of a raw added token that no
+  // occurrence straddles. The whole text's leftmost-longest scan reaches
+  // such a point (every match before it ends at or before it) and matches
+  // there what a scan of text[p:] matches, so a segment ends at p on both
+  // sides. Its first candidate bounds the search for the first kind.
+  size_t token_start = stop;
+  if (matchers[0] != nullptr) {
+    for (size_t q = raw_added_.FirstOccurrence(text, std::max<size_t>(from, 1), stop); q < stop;
+         q = raw_added_.FirstOccurrence(text, q + 1, stop)) {
+      if (!raw_added_.Straddles(text, q)) {
+        token_start = q;
+        break;
+      }
+    }
+  }
+  size_t p = from;
+  while (p < token_start) {
+    if (p == 0 || (static_cast<unsigned char>(text[p]) & 0xC0) == 0x80) {
+      ++p;
+      continue;
+    }
+    const size_t a = p > kRegionReach ? p - kRegionReach : 0, b = std::min(n, p + kRegionReach);
+    if (token_len > 0) {
+      const size_t lo = a + 1 > token_len ? a + 1 - token_len : 0;
+      const size_t q = first_occurrence(lo, b);
+      if (q < b) {
+        // Every point up to q's reach fails the same way.
+        p = std::max(p + 1, q + kRegionReach + token_len);
+        continue;
+      }
+    }
+    if (IsContentBoundary(text.substr(a, b - a), p - a, /*text_ends_segment=*/b == n)) return p;
+    ++p;
+  }
+  return token_start < stop ? token_start : std::string_view::npos;
+}
+
 void TokenizerImpl::PlanWork(std::string_view text, size_t begin, bool continue_segment, bool match_added,
-                             Path path, size_t chunk_bytes, std::vector<WorkItem>& items, bool* uncut) const {
+                             Path path, size_t chunk_bytes, std::vector<WorkItem>& items) const {
   std::string_view rest = text.substr(begin);
   thread_local std::vector<Segment> segments;
   segments.clear();
@@ -236,24 +306,19 @@ void TokenizerImpl::PlanWork(std::string_view text, size_t begin, bool continue_
   // Cuts [b, e), a stretch that the pre-tokenizer sees whole, into chunks.
   auto cut_stretch = [&](size_t b, size_t e, bool segment_start) {
     size_t at = b;
-    if (e - b > 2 * chunk_bytes && chunk_bytes > 0) {
-      if (!cut) {
-        if (uncut) *uncut = true;
-      } else {
-        size_t from = at + chunk_bytes;
-        while (from + chunk_bytes < e) {
-          const size_t p = FindCut(text, b, e, from, search);
-          if (p >= e) {
-            // No cut point in this window (a long piece): try the next one.
-            from += chunk_bytes;
-            continue;
-          }
-          items.push_back(WorkItem{static_cast<uint32_t>(at), static_cast<uint32_t>(p), false, 0,
-                                   segment_start && at == b});
-          at = p;
-          from = p + chunk_bytes;
+    if (cut && e - b > 2 * chunk_bytes) {
+      size_t from = at + chunk_bytes;
+      while (from + chunk_bytes < e) {
+        const size_t p = FindCut(text, b, e, from, search);
+        if (p >= e) {
+          // No cut point in this window (a long piece): try the next one.
+          from += chunk_bytes;
+          continue;
         }
-        if (at == b && uncut) *uncut = true;
+        items.push_back(WorkItem{static_cast<uint32_t>(at), static_cast<uint32_t>(p), false, 0,
+                                 segment_start && at == b});
+        at = p;
+        from = p + chunk_bytes;
       }
     }
     items.push_back(WorkItem{static_cast<uint32_t>(at), static_cast<uint32_t>(e), false, 0, segment_start && at == b});
@@ -376,7 +441,7 @@ void TokenizerImpl::EncodeNormalizing(std::string_view text, uint32_t begin, uin
 void TokenizerImpl::EncodeFrom(std::string_view text, size_t begin, bool continue_segment, bool match_added,
                                Path path, const Sink& out) const {
   std::vector<WorkItem> items;
-  PlanWork(text, begin, continue_segment, match_added, path, kChunkBytes, items, nullptr);
+  PlanWork(text, begin, continue_segment, match_added, path, kChunkBytes, items);
   EncodeWork(text, items.data(), items.data() + items.size(), path, out);
 }
 
@@ -396,8 +461,8 @@ bool TokenizerImpl::IsContentBoundary(std::string_view text, size_t p, bool text
   if (left.empty() || right.empty()) return false;
   // Unicode forms that leave both sides as they are (text already in the
   // form, all ASCII included): the normalized window is the source window,
-  // tested as it is. Normalizing it cost about 1 us per cut, which PlanWork
-  // pays on the calling thread before the pool starts.
+  // tested as it is. Normalizing it cost about 1 us per cut (PlanWork and
+  // the parallel path's region splits test many).
   if (normalizer_.LeavesUnchanged(left) && normalizer_.LeavesUnchanged(right)) {
     const std::string_view window = text.substr(a, b - a);
     return splitter != nullptr ? splitter->IsHardBoundary(window, p - a) : UnitsCannotJoin(window, p - a);

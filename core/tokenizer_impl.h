@@ -62,12 +62,32 @@ class TokenizerImpl {
   };
   // The items of text[begin:] (as EncodeFrom would encode it), segments cut
   // into chunks of about chunk_bytes at content boundaries where allowed
-  // (chunk_bytes 0: segments whole). *uncut: some segment longer than two
-  // chunks could not be cut (no boundary found, or the tokenizer allows none).
+  // (chunk_bytes 0: segments whole).
   void PlanWork(std::string_view text, size_t begin, bool continue_segment, bool match_added, Path path,
-                size_t chunk_bytes, std::vector<WorkItem>& items, bool* uncut) const;
+                size_t chunk_bytes, std::vector<WorkItem>& items) const;
   void EncodeWork(std::string_view text, const WorkItem* first, const WorkItem* last, Path path,
                   const Sink& out) const;
+  // Whether segments may be cut at content boundaries (what repair proves).
+  [[nodiscard]] bool CanCutSegments() const;
+  // A region split: a point p where the whole text's encoding is the
+  // encoding of text[:p] followed by EncodeFrom(text, p, continuing its
+  // segment), decided from the bytes near p alone. Either no added token
+  // (raw ones when match_added; normalized ones always) occurs overlapping
+  // [p - kRegionReach, p + kRegionReach), so p lies inside a segment that
+  // contains the window, and p is a content boundary of that window; or
+  // (when match_added) a raw added token starts at p and no occurrence
+  // straddles p, so a segment ends there. A pure function of (text, p):
+  // threads that each test the same point agree without talking. The
+  // parallel path cuts a text into regions at such points, found near
+  // nominal offsets, instead of planning it first.
+  [[nodiscard]] bool IsRegionSplit(std::string_view text, size_t p, bool match_added) const {
+    return FindRegionSplit(text, p, 1, match_added) == p;
+  }
+  // The first region split in [from, from + max_search); npos if none.
+  [[nodiscard]] size_t FindRegionSplit(std::string_view text, size_t from, size_t max_search, bool match_added) const;
+  // Covers what IsContentBoundary may read around p: a normalization window
+  // (at most 256 bytes plus 8 code points) and the cut rules' 4 code points.
+  static constexpr size_t kRegionReach = 512;
   // Chunks of a plan made for a single thread: small enough that a chunk's
   // pieces, IDs and normalizer output stay in L2, and that a text which is
   // not NFC in one place normalizes only that chunk.
@@ -141,8 +161,6 @@ class TokenizerImpl {
                            size_t* window_end) const;
   // With no pre-tokenizer: no merge can join the units on both sides of p.
   [[nodiscard]] bool UnitsCannotJoin(std::string_view text, size_t p) const;
-  // Whether segments may be cut at content boundaries (what repair proves).
-  [[nodiscard]] bool CanCutSegments() const;
   // The first content boundary of segment text[seg_begin, seg_end) in
   // [from, from + max_search) where no normalized added token straddles;
   // seg_end when there is none.

@@ -1,14 +1,16 @@
-// Issue 13: full tokenization cut into chunks (core/parallel_encode.cpp,
-// TokenizerImpl::PlanWork) gives exactly the one-thread result.
+// Issue 13: full tokenization cut into regions (core/parallel_encode.cpp,
+// TokenizerImpl::IsRegionSplit) gives exactly the one-thread result.
 //  (a) The cut rule, exhaustively: every string up to 5 characters over a
-//      representative alphabet (plus added tokens), encoded with chunks of
-//      one byte (a cut at EVERY accepted cut point) on a 2-thread pool,
-//      equals the generic path's encoding (the in-project reference, which
-//      never cuts), IDs, ends and added spans.
+//      representative alphabet (plus added tokens), encoded with regions of
+//      one byte (a cut at EVERY accepted point) on a 2-thread pool, equals
+//      the generic path's encoding (the in-project reference, which never
+//      cuts), IDs, ends and added spans; and every string up to 3 symbols
+//      between fillers longer than the rule's reach, split at every point
+//      the rule accepts, equals it too.
 //  (b) Long texts (the shared workloads, synthetic code/prose, texts that are
 //      not NFC in places, long pieces without a cut point) on 2 and 3
-//      threads with the default and small chunks equal the one-thread fast
-//      path; the outcome reports the chunks and threads, or why not.
+//      threads with the default and small regions equal the one-thread fast
+//      path; the outcome reports the regions and threads, or why not.
 //  (c) The pool: concurrent callers never share a run (a busy pool makes the
 //      caller encode alone, counted), and Run covers every task once.
 #include <doctest/doctest.h>
@@ -118,6 +120,74 @@ TEST_CASE("issue 13: cutting at every accepted point equals the uncut reference 
     MESSAGE(name << ": " << checked << " encodings, " << cut_texts << " cut into several chunks");
     CHECK(failures == 0);
     CHECK(cut_texts > checked / 4);  // the enumeration really exercises cuts
+  }
+}
+
+TEST_CASE("issue 13: a region split decided from the bytes around it holds inside a long segment (exhaustive)") {
+  // IsRegionSplit sees only kRegionReach bytes either side of a point. Every
+  // string up to 3 symbols (plus an added token per tokenizer) is put between
+  // two fillers longer than that reach, so the window is a slice of a longer
+  // segment; at every point of the string that the rule accepts, encoding
+  // the text before the point and continuing from it must give the generic
+  // path's encoding of the whole text (IDs and ends).
+  const std::vector<std::pair<std::string, std::string>> tokenizers = {
+      {"llama3", "<|eot_id|>"},
+      {"qwen3", "<|im_end|>"},
+      {"tiktoken:o200k_base", "<|endoftext|>"},
+      {"deepseek_v3", "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>"},
+      {"llama2", ""},
+  };
+  const size_t reach = core::TokenizerImpl::kRegionReach;
+  auto repeat = [&](const std::string& unit) {
+    std::string r;
+    while (r.size() < reach + 100) r += unit;
+    return r;
+  };
+  // One long word, spaces, ordinary code, text that NFC rewrites.
+  const std::vector<std::pair<std::string, std::string>> fillers = {
+      {repeat("x"), repeat("y")},
+      {repeat(" "), repeat("\n")},
+      {repeat("int a = 1; // b\n"), repeat(" c d, e")},
+      {repeat("e\xCC\x81 "), repeat("\xE2\x84\xAB" "1")},
+  };
+  for (const auto& [name, added] : tokenizers) {
+    auto tok = toktier::test::LoadTokenizer(name);
+    if (!tok) continue;
+    const core::TokenizerImpl& impl = tok->impl();
+    std::vector<std::string> alphabet = BaseAlphabet();
+    if (!added.empty()) alphabet.push_back(added);
+    std::vector<std::string> middles;
+    std::string prefix;
+    for (size_t len = 1; len <= 3; ++len) Enumerate(alphabet, len, prefix, middles);
+    size_t accepted = 0, failures = 0;
+    for (const auto& [left, right] : fillers) {
+      for (const std::string& middle : middles) {
+        const std::string text = left + middle + right;
+        for (bool add_special : {false, true}) {
+          const bool match_added = impl.MatchesAddedTokens(add_special);
+          Encoded want;
+          impl.EncodeFrom(text, 0, false, match_added, core::TokenizerImpl::Path::kGeneric,
+                          {want.ids, &want.ends, &want.added});
+          for (size_t p = left.size(); p <= left.size() + middle.size(); ++p) {
+            if (!impl.IsRegionSplit(text, p, match_added)) continue;
+            ++accepted;
+            Encoded got;
+            const core::TokenizerImpl::Sink sink{got.ids, &got.ends, &got.added};
+            impl.EncodeFrom(std::string_view(text).substr(0, p), 0, false, match_added,
+                            core::TokenizerImpl::Path::kFast, sink);
+            impl.EncodeFrom(text, p, /*continue_segment=*/true, match_added, core::TokenizerImpl::Path::kFast, sink);
+            if (!(got == want) && failures++ < 5) {
+              FAIL_CHECK(name << ": split at " << p - left.size() << " of " << nlohmann::json(middle).dump()
+                              << " between fillers " << nlohmann::json(left.substr(0, 12)).dump() << "... and "
+                              << nlohmann::json(right.substr(0, 12)).dump() << "... add_special=" << add_special);
+            }
+          }
+        }
+      }
+    }
+    MESSAGE(name << ": " << accepted << " region splits checked");
+    CHECK(failures == 0);
+    CHECK(accepted > middles.size());
   }
 }
 
@@ -391,41 +461,6 @@ TEST_CASE("issue 13: the pool runs every task once and refuses a second concurre
       finished_tasks.fetch_add(1);
     }));
     REQUIRE(finished_tasks.load() == 3);
-  }
-  // Planned runs: the workers are woken before the plan and wait for it,
-  // by spinning (a short plan) or asleep (one longer than their 1 ms spin);
-  // a plan of no tasks runs none; a busy pool does not call the plan.
-  for (int round = 0; round < 30; ++round) {
-    std::vector<std::atomic<int>> hits(11);
-    int plans = 0;
-    const auto plan_time = std::chrono::microseconds(round % 3 == 0 ? 3000 : round % 3 == 1 ? 50 : 0);
-    REQUIRE(pool.Run(
-        [&] {
-          ++plans;
-          std::this_thread::sleep_for(plan_time);
-          return round % 5 == 4 ? size_t{0} : hits.size();
-        },
-        [&](size_t i) { hits[i].fetch_add(1); }));
-    REQUIRE(plans == 1);
-    for (auto& h : hits) REQUIRE(h.load() == (round % 5 == 4 ? 0 : 1));
-  }
-  {
-    std::atomic<bool> in_plan{false}, let_go{false};
-    std::thread planner([&] {
-      CHECK(pool.Run(
-          [&] {
-            in_plan = true;
-            while (!let_go) std::this_thread::yield();
-            return size_t{2};
-          },
-          [](size_t) {}));
-    });
-    while (!in_plan) std::this_thread::yield();
-    bool called = false;
-    CHECK_FALSE(pool.Run([&] { called = true; return size_t{1}; }, [](size_t) {}));
-    CHECK_FALSE(called);
-    let_go = true;
-    planner.join();
   }
   core::EncodePool single(1);
   CHECK(single.threads() == 1);

@@ -7,7 +7,7 @@
 //
 // Also checks that EncodeWithEnds gives the same IDs as Encode and that the
 // token ends are non-decreasing and inside the text, and (issue 13) that the
-// parallel path (a 2-thread pool, texts cut into chunks of 256 bytes, so
+// parallel path (a 2-thread pool, texts cut into regions of 64 bytes, so
 // nearly every text is cut) gives the same IDs and ends.
 // On a divergence prints the text index, its kind, the first differing token
 // position, a snippet of the text around it and both ID sequences there.
@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   toktier::core::EncodeOptions parallel;
   parallel.pool = &pool;
   parallel.parallel_min_bytes = 0;
-  parallel.chunk_bytes = 256;
+  parallel.chunk_bytes = 64;
   std::vector<uint32_t> pids, pends;
   double encode_ms = 0;
   std::string cline, rline;

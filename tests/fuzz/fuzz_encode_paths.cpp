@@ -1,6 +1,7 @@
 // Differential fuzzing inside the project: for every tokenizer family, the
 // fast path (hand-written scanners) must give the same IDs as the generic
-// PCRE2 path, and incremental repair must equal a full tokenization.
+// PCRE2 path, incremental repair must equal a full tokenization, and so must
+// the parallel path cut into regions of a few bytes (issue 13).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -49,6 +50,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       t->impl().EncodeFull(text, special, Path::kGeneric, {generic});
       if (fast != generic) {
         std::fprintf(stderr, "fast != generic for %s on %zu bytes\n", t->Describe().c_str(), text.size());
+        std::abort();
+      }
+      // Regions of 16 bytes on two threads: every region split that the
+      // rule accepts near a nominal offset is used.
+      static toktier::core::EncodePool pool(2);
+      toktier::core::EncodeOptions cut;
+      cut.pool = &pool;
+      cut.parallel_min_bytes = 0;
+      cut.chunk_bytes = 16;
+      std::vector<uint32_t> regions;
+      t->impl().EncodeFull(text, special, Path::kFast, {regions}, &cut);
+      if (regions != fast) {
+        std::fprintf(stderr, "regions != one thread for %s on %zu bytes\n", t->Describe().c_str(), text.size());
         std::abort();
       }
       // Repair: the first half, then the whole text.
