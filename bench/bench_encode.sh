@@ -176,7 +176,7 @@ s += `(${cpu}, ${require('os').cpus().length} cores).\n`;
 s += `Reproduce: \`bench/bench_encode.sh\` (builds \`build/release\` if needed; or set \`TOKTIER_BIN\`); `;
 s += `results as JSONL in \`build/bench/results.jsonl\`, charts by \`tools/plot_encode.sh\`.\n\n`;
 s += `toktier: \`toktier bench encode\`, 1T = \`--threads 1\`, ${T} = \`--threads ${threads}\` (core::EncodePool; texts of `;
-s += `64 KiB or more are cut into chunks encoded in parallel). The 1T IDs are checked once against the reference before `;
+s += `64 KiB or more are cut into regions encoded in parallel). The 1T IDs are checked once against the reference before `;
 s += `timing; the ${T} IDs against a one-thread encoding of the same text. Timed runs after one untimed run: `;
 s += quick === '1' ? `10 (toktier) / 1 (HF, tiktoken). ` : `100 / 30 / 15 / 10 (toktier) and 7 / 3 / 2 / 2 (HF, tiktoken) for 100K / 1M / 3M / 4.4M characters. `;
 s += `HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 (\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). `;

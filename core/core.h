@@ -67,7 +67,7 @@ class EncodePool {
   struct Impl;  // opaque (parallel_encode.cpp)
 
  private:
-  friend class TokenizerImpl;  // encodes into the pool's group buffers, holding the pool
+  friend class TokenizerImpl;  // encodes into the pool's region buffers, holding the pool
   std::unique_ptr<Impl> impl_;
 };
 

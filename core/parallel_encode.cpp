@@ -45,8 +45,8 @@ void GuidedRegions(size_t n, size_t threads, size_t min_bytes, std::vector<size_
   starts.push_back(n);
 }
 
-// How long the caller, out of tasks, spins for the last groups in flight
-// before it sleeps: the tail is about one item, far shorter than a sleeping
+// How long the caller, out of tasks, spins for the last regions in flight
+// before it sleeps: the tail is about one region, far shorter than a sleeping
 // thread takes to be woken on a VM (0.1-0.3 ms measured, as long as the whole
 // tail); past this a descheduled worker is waited for on the condition.
 constexpr auto kCallerSpin = std::chrono::microseconds(500);
@@ -70,7 +70,7 @@ void SpinUntil(std::chrono::steady_clock::duration limit, Done done) {
   }
 }
 
-// The output of one group encoded into a buffer of its own (not straight
+// The output of one region encoded into a buffer of its own (not straight
 // into the result). A cache line of its own: threads fill neighbouring parts
 // at once.
 struct alignas(64) Part {
@@ -78,7 +78,7 @@ struct alignas(64) Part {
   std::vector<TextSpan> added;
 };
 
-// The pool keeps its group buffers between runs up to this many bytes of
+// The pool keeps its region buffers between runs up to this many bytes of
 // capacity (fresh vectors cost regrowth, and page faults whenever the
 // allocator has returned the pages): 32 MiB covers texts of about 25M
 // characters with token ends. Runs do not overlap, so a pool holds one set,
@@ -100,7 +100,7 @@ struct EncodePool::Impl {
   std::atomic<int> participants{0};  // workers inside the current run
   bool stopping = false;
   std::vector<std::thread> workers;
-  // Encoding scratch of the current run (EncodeOnPool): the group buffers,
+  // Encoding scratch of the current run (EncodeOnPool): the region buffers,
   // and the tokens per byte of the last text (code 0.25, prose 0.22, single
   // digits 0.45), which sizes their fill.
   std::vector<Part> parts;

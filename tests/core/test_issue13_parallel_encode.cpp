@@ -6,7 +6,7 @@
 //      the generic path's encoding (the in-project reference, which never
 //      cuts), IDs, ends and added spans; and every string up to 3 symbols
 //      between fillers longer than the rule's reach, split at every point
-//      the rule accepts, equals it too.
+//      the rule accepts, equals it too, also with added tokens that overlap.
 //  (b) Long texts (the shared workloads, synthetic code/prose, texts that are
 //      not NFC in places, long pieces without a cut point) on 2 and 3
 //      threads with the default and small regions equal the one-thread fast
@@ -117,7 +117,7 @@ TEST_CASE("issue 13: cutting at every accepted point equals the uncut reference 
         }
       }
     }
-    MESSAGE(name << ": " << checked << " encodings, " << cut_texts << " cut into several chunks");
+    MESSAGE(name << ": " << checked << " encodings, " << cut_texts << " cut into several regions");
     CHECK(failures == 0);
     CHECK(cut_texts > checked / 4);  // the enumeration really exercises cuts
   }
@@ -189,6 +189,60 @@ TEST_CASE("issue 13: a region split decided from the bytes around it holds insid
     CHECK(failures == 0);
     CHECK(accepted > middles.size());
   }
+}
+
+TEST_CASE("issue 13: an added-token start that another occurrence straddles is not a region split") {
+  // Llama 3 with two added tokens that overlap ("zab", "abq"): in "zabq"
+  // the scan matches "zab" at 0, so "abq" at 1 is no segment start, and
+  // splitting there would match it. Every string up to 4 symbols over an
+  // alphabet that builds such overlaps, between fillers, split at every
+  // accepted point, must equal the generic path's encoding of the whole.
+  const std::string path = toktier::test::TokenizerPath("llama3");
+  auto json_text = path.empty() ? std::nullopt : toktier::test::ReadFile(path);
+  if (!json_text) return;
+  nlohmann::json j = nlohmann::json::parse(*json_text);
+  uint32_t next_id = 0;
+  for (const auto& a : j["added_tokens"]) next_id = std::max<uint32_t>(next_id, a["id"].get<uint32_t>() + 1);
+  for (const char* content : {"zab", "abq"}) {
+    j["added_tokens"].push_back({{"id", next_id++}, {"content", content}, {"single_word", false}, {"lstrip", false},
+                                 {"rstrip", false}, {"normalized", false}, {"special", true}});
+  }
+  core::Status st;
+  auto tok = core::Tokenizer::FromHuggingFaceJson(j.dump(), &st);
+  REQUIRE(tok);
+  const core::TokenizerImpl& impl = tok->impl();
+  const std::string filler(core::TokenizerImpl::kRegionReach + 50, 'x');
+  {
+    const std::string text = filler + " zabq " + filler;
+    const size_t at = filler.size() + 1;
+    CHECK(impl.IsRegionSplit(text, at, true));           // "zab" starts here, nothing straddles
+    CHECK_FALSE(impl.IsRegionSplit(text, at + 1, true));  // "abq" starts inside "zab"
+  }
+  const std::vector<std::string> alphabet = {"z", "a", "b", "q", " ", "zab", "abq"};
+  std::vector<std::string> middles;
+  std::string prefix;
+  for (size_t len = 1; len <= 4; ++len) Enumerate(alphabet, len, prefix, middles);
+  size_t accepted = 0, token_splits = 0, failures = 0;
+  for (const std::string& middle : middles) {
+    const std::string text = filler + middle + filler;
+    Encoded want;
+    impl.EncodeFrom(text, 0, false, true, core::TokenizerImpl::Path::kGeneric, {want.ids, &want.ends, &want.added});
+    for (size_t p = filler.size(); p <= filler.size() + middle.size(); ++p) {
+      if (!impl.IsRegionSplit(text, p, true)) continue;
+      ++accepted;
+      token_splits += impl.raw_added().FirstOccurrence(text, p, p + 1) == p;
+      Encoded got;
+      const core::TokenizerImpl::Sink sink{got.ids, &got.ends, &got.added};
+      impl.EncodeFrom(std::string_view(text).substr(0, p), 0, false, true, core::TokenizerImpl::Path::kFast, sink);
+      impl.EncodeFrom(text, p, /*continue_segment=*/true, true, core::TokenizerImpl::Path::kFast, sink);
+      if (!(got == want) && failures++ < 5) {
+        FAIL_CHECK("split at " << p - filler.size() << " of " << nlohmann::json(middle).dump());
+      }
+    }
+  }
+  MESSAGE(accepted << " region splits checked, " << token_splits << " at added-token starts");
+  CHECK(failures == 0);
+  CHECK(token_splits > 100);
 }
 
 namespace {
