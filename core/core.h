@@ -48,8 +48,8 @@ class TokenizerImpl;
 // inside a segment that are normalizer split points and pre-tokenizer hard
 // boundaries, as repair proves them), the regions are encoded on the pool's
 // threads and the caller's, and their IDs and ends concatenated: the result
-// equals the one-thread encoding by construction. One text at a time: a caller that finds the pool busy
-// encodes alone (EncodeOutcome::pool_busy).
+// equals the one-thread encoding by construction. One text at a time: a
+// caller that finds the pool busy encodes alone (EncodeOutcome::pool_busy).
 class EncodePool {
  public:
   // `threads` counts the caller: threads - 1 workers are started (none for

@@ -123,6 +123,28 @@ TEST_CASE("issue 13: cutting at every accepted point equals the uncut reference 
   }
 }
 
+namespace {
+
+// The generic path's encoding of the whole text (no post-processor).
+Encoded EncodeWhole(const core::TokenizerImpl& impl, std::string_view text, bool match_added) {
+  Encoded e;
+  impl.EncodeFrom(text, 0, false, match_added, core::TokenizerImpl::Path::kGeneric, {e.ids, &e.ends, &e.added});
+  return e;
+}
+
+// Whether text[:p] encoded, then text encoded from p continuing its
+// segment, equals `whole` (what a region split at p must give).
+bool SplitAtMatches(const core::TokenizerImpl& impl, std::string_view text, size_t p, bool match_added,
+                    const Encoded& whole) {
+  Encoded got;
+  const core::TokenizerImpl::Sink sink{got.ids, &got.ends, &got.added};
+  impl.EncodeFrom(text.substr(0, p), 0, false, match_added, core::TokenizerImpl::Path::kFast, sink);
+  impl.EncodeFrom(text, p, /*continue_segment=*/true, match_added, core::TokenizerImpl::Path::kFast, sink);
+  return got == whole;
+}
+
+}  // namespace
+
 TEST_CASE("issue 13: a region split decided from the bytes around it holds inside a long segment (exhaustive)") {
   // IsRegionSplit sees only kRegionReach bytes either side of a point. Every
   // string up to 3 symbols (plus an added token per tokenizer) is put between
@@ -165,18 +187,11 @@ TEST_CASE("issue 13: a region split decided from the bytes around it holds insid
         const std::string text = left + middle + right;
         for (bool add_special : {false, true}) {
           const bool match_added = impl.MatchesAddedTokens(add_special);
-          Encoded want;
-          impl.EncodeFrom(text, 0, false, match_added, core::TokenizerImpl::Path::kGeneric,
-                          {want.ids, &want.ends, &want.added});
+          const Encoded want = EncodeWhole(impl, text, match_added);
           for (size_t p = left.size(); p <= left.size() + middle.size(); ++p) {
             if (!impl.IsRegionSplit(text, p, match_added)) continue;
             ++accepted;
-            Encoded got;
-            const core::TokenizerImpl::Sink sink{got.ids, &got.ends, &got.added};
-            impl.EncodeFrom(std::string_view(text).substr(0, p), 0, false, match_added,
-                            core::TokenizerImpl::Path::kFast, sink);
-            impl.EncodeFrom(text, p, /*continue_segment=*/true, match_added, core::TokenizerImpl::Path::kFast, sink);
-            if (!(got == want) && failures++ < 5) {
+            if (!SplitAtMatches(impl, text, p, match_added, want) && failures++ < 5) {
               FAIL_CHECK(name << ": split at " << p - left.size() << " of " << nlohmann::json(middle).dump()
                               << " between fillers " << nlohmann::json(left.substr(0, 12)).dump() << "... and "
                               << nlohmann::json(right.substr(0, 12)).dump() << "... add_special=" << add_special);
@@ -225,17 +240,12 @@ TEST_CASE("issue 13: an added-token start that another occurrence straddles is n
   size_t accepted = 0, token_splits = 0, failures = 0;
   for (const std::string& middle : middles) {
     const std::string text = filler + middle + filler;
-    Encoded want;
-    impl.EncodeFrom(text, 0, false, true, core::TokenizerImpl::Path::kGeneric, {want.ids, &want.ends, &want.added});
+    const Encoded want = EncodeWhole(impl, text, true);
     for (size_t p = filler.size(); p <= filler.size() + middle.size(); ++p) {
       if (!impl.IsRegionSplit(text, p, true)) continue;
       ++accepted;
       token_splits += impl.raw_added().FirstOccurrence(text, p, p + 1) == p;
-      Encoded got;
-      const core::TokenizerImpl::Sink sink{got.ids, &got.ends, &got.added};
-      impl.EncodeFrom(std::string_view(text).substr(0, p), 0, false, true, core::TokenizerImpl::Path::kFast, sink);
-      impl.EncodeFrom(text, p, /*continue_segment=*/true, true, core::TokenizerImpl::Path::kFast, sink);
-      if (!(got == want) && failures++ < 5) {
+      if (!SplitAtMatches(impl, text, p, true, want) && failures++ < 5) {
         FAIL_CHECK("split at " << p - filler.size() << " of " << nlohmann::json(middle).dump());
       }
     }
