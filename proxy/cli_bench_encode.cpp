@@ -14,22 +14,43 @@
 // against a one-thread Encode of the same text (exit 5 if they differ); every
 // timed run must give the first run's IDs.
 // --pin-cpu K pins the calling thread to CPU K (sched_setaffinity) with
-// --threads 1 only; with N > 1 nothing is pinned (workers would inherit the
-// mask) and a warning says so. Pin whole runs with `taskset -c K` instead.
+// --threads 1 only; with N > 1 it is ignored with a warning (see below).
+//
+// With --threads N > 1 the runs are paired, because the speed of a small
+// shared machine drifts by tens of percent over seconds and its CPUs can
+// differ from each other by as much (one vCPU 25-58% slower than the other
+// here, for minutes): the whole command is confined to the first N CPUs it
+// may use (the pool's workers inherit that mask), and every timed N-thread
+// run follows one one-thread run on each of those CPUs, made by a thread
+// pinned to it for the whole command (its thread-local caches, scratch and
+// output stay on that CPU, as in a `taskset` run: moving one thread from
+// CPU to CPU made its runs up to 45% slower, every line of its scratch
+// taken back from the other core's cache). Such
+// a group's one-thread time is the harmonic mean of its one-thread runs
+// (the time of a CPU of the CPUs' mean speed: N threads cannot beat the sum
+// of the CPUs' one-thread speeds, and comparing with the fastest CPU alone
+// or the slowest alone would move the ratio with whichever the scheduler
+// picked). If the CPUs cannot be pinned, each group has one one-thread
+// run on an unpinned thread and a warning says so.
 //
 // Prints one JSON line:
 //   {"chars":..,"bytes":..,"tokens":..,"ms_median":..,"ms_p90":..,"ms_p99":..,
 //    "ms_min":..,"mb_per_s":..,"runs":..,"threads":N,"chunks":..,
-//    "threads_used":..,["single_ms_median":..,"speedup_paired_median":..,]
-//    ["pool_busy":true,]["uncut":true,]
+//    "threads_used":..,["pair_cpus":[..],"single_ms_median_per_cpu":[..],
+//    "single_ms_median":..,"speedup_paired_median":..,
+//    "speedup_vs_fastest_cpu_median":..,]["pool_busy":true,]["uncut":true,]
 //    "check":"ok"|"skipped", ["warning":"..."]}
 // chars counts code points; mb_per_s is UTF-8 bytes / 1e6 per second at the
 // median; chunks / threads_used / pool_busy / uncut are the EncodeOutcome of
 // the last timed run (chunks 0: the text was not cut; threads_used 1: one
-// thread encoded it). With --threads > 1 each timed run follows a one-thread
-// run of the same text: single_ms_median is their median and
-// speedup_paired_median the median of the per-pair ratios. Exit codes: 2
-// usage/load errors, 4 reference failed, 5 IDs differ.
+// thread encoded it). With --threads > 1: pair_cpus are the CPUs (empty when
+// not pinned) and single_ms_median_per_cpu the median one-thread time on
+// each; single_ms_median is the median of the groups' one-thread times,
+// speedup_paired_median the median over groups of (the group's one-thread
+// time) / (its N-thread time), and speedup_vs_fastest_cpu_median the same
+// with the group's fastest one-thread run (the conservative figure; equal on
+// a machine whose CPUs run at one speed). Exit codes: 2 usage/load errors,
+// 4 reference failed, 5 IDs differ.
 #include <sched.h>
 #include <unistd.h>
 #include <sys/wait.h>
@@ -37,12 +58,16 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -108,6 +133,121 @@ std::string Fmt3(double x) {
   return buf;
 }
 
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+// The first n CPUs of the calling thread's affinity mask (all of them when
+// it has fewer; none when the mask cannot be read).
+std::vector<int> FirstAllowedCpus(int n) {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE && static_cast<int>(cpus.size()) < n; ++c) {
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  return cpus;
+}
+
+// Confines the calling thread (and the threads it starts later) to `cpus`.
+[[nodiscard]] bool PinTo(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
+// A thread pinned to one CPU (cpu < 0: not pinned) that encodes the text
+// when asked and checks the IDs against `expected` itself, after the clock
+// stops: its thread-local state and its output never leave that CPU.
+class PinnedEncoder {
+ public:
+  struct Result {
+    double ms = 0;
+    bool ids_match = false;
+  };
+  PinnedEncoder(int cpu, std::function<void(std::vector<uint32_t>&)> encode, const std::vector<uint32_t>& expected)
+      : encode_(std::move(encode)), expected_(expected), thread_([this, cpu] { Loop(cpu); }) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return started_; });
+  }
+  ~PinnedEncoder() {
+    {
+      std::lock_guard lock(mu_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  PinnedEncoder(const PinnedEncoder&) = delete;
+  PinnedEncoder& operator=(const PinnedEncoder&) = delete;
+  [[nodiscard]] bool pinned() const { return pinned_; }
+  // One encoding on the thread; the time excludes its wake-up.
+  Result Run() {
+    std::unique_lock lock(mu_);
+    requested_ = true;
+    done_ = false;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return done_; });
+    return result_;
+  }
+  // The last run's IDs (read them only to report a mismatch: reading pulls
+  // them into this core's cache).
+  const std::vector<uint32_t>& ids() const { return ids_; }
+
+ private:
+  void Loop(int cpu) {
+    bool ok = cpu < 0;
+    if (cpu >= 0) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      CPU_SET(cpu, &set);
+      ok = sched_setaffinity(0, sizeof set, &set) == 0;
+    }
+    std::unique_lock lock(mu_);
+    pinned_ = ok && cpu >= 0;
+    started_ = true;
+    cv_.notify_all();
+    for (;;) {
+      cv_.wait(lock, [this] { return requested_ || quit_; });
+      if (quit_) return;
+      requested_ = false;
+      lock.unlock();
+      ids_.clear();
+      const auto t0 = std::chrono::steady_clock::now();
+      encode_(ids_);
+      Result r;
+      r.ms = std::max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), 1e-6);
+      r.ids_match = ids_ == expected_;
+      lock.lock();
+      result_ = r;
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+  std::function<void(std::vector<uint32_t>&)> encode_;
+  const std::vector<uint32_t>& expected_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool started_ = false, pinned_ = false, requested_ = false, done_ = false, quit_ = false;
+  Result result_;
+  std::vector<uint32_t> ids_;
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+std::string JsonList(const std::vector<double>& v, bool as_int) {
+  std::string out = "[";
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i) out += ",";
+    out += as_int ? std::to_string(static_cast<long long>(v[i])) : Fmt3(v[i]);
+  }
+  return out + "]";
+}
+
 }  // namespace
 
 int RunBenchEncode(int argc, char** argv) {
@@ -165,6 +305,16 @@ int RunBenchEncode(int argc, char** argv) {
         std::fprintf(stderr, "toktier bench encode: cannot pin to CPU %d\n", pin_cpu);
         return 2;
       }
+    }
+  }
+  // Paired runs (see the top of the file): the pool's workers inherit the
+  // mask set here.
+  std::vector<int> pair_cpus;
+  if (threads > 1) {
+    pair_cpus = FirstAllowedCpus(threads);
+    if (pair_cpus.empty() || !PinTo(pair_cpus)) {
+      pair_cpus.clear();
+      add_warning("CPUs not pinned (the affinity mask cannot be set): one unpinned one-thread run per group");
     }
   }
   std::unique_ptr<core::EncodePool> pool;
@@ -265,25 +415,44 @@ int RunBenchEncode(int argc, char** argv) {
     }
   }
 
-  // With --threads > 1 every timed run is paired with a one-thread run of
-  // the same text right before it, so the speedup compares runs made under
-  // the same conditions (this kind of machine's speed drifts by tens of
-  // percent over seconds, more than a 2-thread gain is worth).
-  std::vector<double> ms, single_ms;
+  // With --threads > 1 every timed run is paired with one-thread runs made
+  // right before it, one on each CPU of pair_cpus (see the top of the file).
+  std::vector<std::unique_ptr<PinnedEncoder>> single_encoders;
+  if (pool) {
+    auto encode_one_thread = [&](std::vector<uint32_t>& out) { tok->Encode(text, add_special, out); };
+    if (pair_cpus.empty()) single_encoders.push_back(std::make_unique<PinnedEncoder>(-1, encode_one_thread, first));
+    for (int cpu : pair_cpus) {
+      single_encoders.push_back(std::make_unique<PinnedEncoder>(cpu, encode_one_thread, first));
+      if (!single_encoders.back()->pinned()) {
+        std::fprintf(stderr, "toktier bench encode: cannot pin a thread to CPU %d\n", cpu);
+        return 2;
+      }
+    }
+  }
+  std::vector<double> ms, group_single_ms, group_fastest_ms;
+  std::vector<std::vector<double>> single_ms_per_cpu(pair_cpus.size());
   ms.reserve(runs);
-  std::vector<uint32_t> single_ids;
   for (int r = 0; r < runs; ++r) {
     if (pool) {
-      single_ids.clear();
-      auto s0 = std::chrono::steady_clock::now();
-      tok->Encode(text, add_special, single_ids);
-      single_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
+      double inverse_sum = 0, fastest = 0;
+      for (size_t c = 0; c < single_encoders.size(); ++c) {
+        const PinnedEncoder::Result single = single_encoders[c]->Run();
+        if (!single.ids_match) {
+          report_diff("a one-thread run gave other IDs than the first run", single_encoders[c]->ids(), "one-thread",
+                      first, "first run");
+          return 5;
+        }
+        if (!pair_cpus.empty()) single_ms_per_cpu[c].push_back(single.ms);
+        inverse_sum += 1 / single.ms;
+        fastest = c == 0 ? single.ms : std::min(fastest, single.ms);
+      }
+      group_single_ms.push_back(static_cast<double>(single_encoders.size()) / inverse_sum);
+      group_fastest_ms.push_back(fastest);
     }
     ids.clear();
     auto t0 = std::chrono::steady_clock::now();
     encode(ids);
-    auto t1 = std::chrono::steady_clock::now();
-    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    ms.push_back(std::max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), 1e-6));
     if (ids != first) {
       std::string what = "timed run " + std::to_string(r) + " gave other IDs than the first run";
       report_diff(what.c_str(), ids, "this run", first, "first run");
@@ -293,7 +462,7 @@ int RunBenchEncode(int argc, char** argv) {
   const std::vector<double> ms_unsorted = ms;
   std::sort(ms.begin(), ms.end());
   size_t n = ms.size();
-  double median = n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2;
+  const double median = Median(ms);
   auto quantile = [&](double q) {
     size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(n)));
     return ms[std::min(i == 0 ? 0 : i - 1, n - 1)];
@@ -307,15 +476,17 @@ int RunBenchEncode(int argc, char** argv) {
                      ",\"mb_per_s\":" + Fmt3(mbps) + ",\"runs\":" + std::to_string(runs) +
                      ",\"threads\":" + std::to_string(threads) + ",\"chunks\":" + std::to_string(outcome.chunks) +
                      ",\"threads_used\":" + std::to_string(outcome.threads);
-  if (!single_ms.empty()) {
-    std::vector<double> ratios;  // per pair: one thread / N threads
-    for (size_t i = 0; i < single_ms.size(); ++i) ratios.push_back(ms_unsorted[i] > 0 ? single_ms[i] / ms_unsorted[i] : 0);
-    std::sort(single_ms.begin(), single_ms.end());
-    std::sort(ratios.begin(), ratios.end());
-    const size_t m = single_ms.size();
-    const double single_median = m % 2 ? single_ms[m / 2] : (single_ms[m / 2 - 1] + single_ms[m / 2]) / 2;
-    const double ratio_median = m % 2 ? ratios[m / 2] : (ratios[m / 2 - 1] + ratios[m / 2]) / 2;
-    outj += ",\"single_ms_median\":" + Fmt3(single_median) + ",\"speedup_paired_median\":" + Fmt3(ratio_median);
+  if (pool) {
+    std::vector<double> cpus(pair_cpus.begin(), pair_cpus.end()), per_cpu, ratios, fastest_ratios;
+    for (const auto& v : single_ms_per_cpu) per_cpu.push_back(Median(v));
+    for (size_t i = 0; i < ms_unsorted.size(); ++i) {
+      ratios.push_back(group_single_ms[i] / ms_unsorted[i]);
+      fastest_ratios.push_back(group_fastest_ms[i] / ms_unsorted[i]);
+    }
+    outj += ",\"pair_cpus\":" + JsonList(cpus, true) + ",\"single_ms_median_per_cpu\":" + JsonList(per_cpu, false) +
+            ",\"single_ms_median\":" + Fmt3(Median(group_single_ms)) +
+            ",\"speedup_paired_median\":" + Fmt3(Median(ratios)) +
+            ",\"speedup_vs_fastest_cpu_median\":" + Fmt3(Median(fastest_ratios));
   }
   if (outcome.pool_busy) outj += ",\"pool_busy\":true";
   if (outcome.uncut) outj += ",\"uncut\":true";

@@ -12,7 +12,8 @@
 #   encode_prose.svg   the same on prose (prose_100k, prose_1m, prose_3m, mixed_4400k)
 #                      one line per tokenizer and path: toktier 1T, toktier NT
 #                      (--threads N), HF tokenizers, tiktoken
-#   encode_threads.svg the NT speedup (median of paired 1T/NT runs) per tokenizer on
+#   encode_threads.svg the NT speedup (median of paired runs: the one-thread time
+#                      of a CPU of the N CPUs' mean speed / NT) per tokenizer on
 #                      every 1M-character text in RESULTS
 # The JSONL is turned into gnuplot data files (node) in a temporary folder.
 set -euo pipefail
@@ -83,7 +84,7 @@ if (texts1m.length) {
   fs.writeFileSync(file, d);
   gp += `set output ${q(path.join(outdir, `encode_threads.${format}`))}\n`;
   gp += `unset logscale\nunset xrange\nset auto x\nset xtics auto\nset xlabel ""\n`;
-  gp += `set title ${q(`toktier --threads ${threads}: speedup over one thread (median of paired 1T / ${threads}T runs), 1M-character texts`)}\n`;
+  gp += `set title ${q(`toktier --threads ${threads}: speedup over one thread at the CPUs' mean speed (median of paired runs), 1M-character texts`)}\n`;
   gp += `set ylabel "speedup (x)"\nset yrange [0:${threads + 0.5}]\nset style data histogram\nset style histogram clustered gap 1\n`;
   gp += `set style fill solid 0.85 border -1\nset boxwidth 0.9\nset key outside right top\n`;
   gp += `plot for [i=2:${texts1m.length + 1}] ${q(file)} using i:xtic(1) title columnheader(i), `;
