@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/http_rules.h"
+#include "proxy/json_limits.h"
 #include "proxy/tokenize_service.h"
 
 namespace toktier::proxy {
@@ -324,8 +325,8 @@ EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, const std::string& r
       status != 200) {
     return local ? EngineIds::kNoVerdict : EngineIds::kUnavailable;
   }
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty()) {
+  nlohmann::json j;
+  if (ParseBoundedJson(body, kDefaultJsonMaxDepth, &j) != JsonParseOutcome::kOk || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty()) {
     return EngineIds::kUnavailable;
   }
   ids->clear();

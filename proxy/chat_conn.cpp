@@ -46,6 +46,17 @@ void HttpConn::HandleChat() {
   // A model not configured for the token path: relayed byte for byte, as
   // every other /v1/ request (the engine judges the body).
   model_ = ModelOfJsonBody(*body_);  // also routes a passthrough to the model's pool
+  // One rule for every API the proxy reads (completions answers the same):
+  // a body that is not UTF-8 is a 400, whatever its model. ModelOfJsonBody
+  // validates UTF-8, so only a body it could not read is checked again;
+  // such a body used to go on as text.
+  if (model_.empty()) {
+    if (size_t bad = core::FindInvalidUtf8(*body_); bad != std::string::npos) {
+      return SendError(status::bad_request,
+                       "The request body is not valid UTF-8 (byte offset " + std::to_string(bad) + ").",
+                       "invalid_request_error", "", "chat", "client_error", false);
+    }
+  }
   ModelRuntime* target = srv_->service.FindModel(model_);
   if (!target || target->chat->mode == ChatForward::kText) {
     endpoint_ = "passthrough";
@@ -56,7 +67,7 @@ void HttpConn::HandleChat() {
   RequestError err;
   bool parsed = false;
   try {
-    parsed = ParseChatRequest(*body_, chat.get(), &err);
+    parsed = ParseChatRequest(*body_, chat.get(), &err, cfg().json_max_depth);
   } catch (const std::exception& e) {
     err.message = std::string("The request body could not be read: ") + e.what();
   }

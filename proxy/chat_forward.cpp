@@ -120,9 +120,13 @@ bool LoadChatModel(const ModelConfig& model, const std::string& default_mode, Ch
   return true;
 }
 
-bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* error) {
-  out->body = ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
-  if (out->body.is_discarded() || !out->body.is_object()) {
+bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* error, size_t max_depth) {
+  const JsonParseOutcome parsed = ParseBoundedJson(body, max_depth, &out->body);
+  if (parsed == JsonParseOutcome::kTooDeep) {
+    error->message = TooDeepMessage(max_depth);
+    return false;
+  }
+  if (parsed != JsonParseOutcome::kOk || !out->body.is_object()) {
     error->message = "The request body must be one JSON object.";
     return false;
   }

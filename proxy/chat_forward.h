@@ -16,6 +16,7 @@
 #include "proxy/chat_response.h"
 #include "proxy/completion_request.h"
 #include "proxy/config.h"
+#include "proxy/json_limits.h"
 
 namespace toktier::proxy {
 
@@ -49,9 +50,11 @@ struct ChatRequest {
   bool has_tools = false;
 };
 
-// One JSON object (whitespace only after it), "model" a string, "messages" a
-// non-empty array, "stream" a boolean when present. False and *error (400).
-[[nodiscard]] bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* error);
+// One JSON object (whitespace only after it) nested at most `max_depth`
+// deep (proxy/json_limits.h), "model" a string, "messages" a non-empty array,
+// "stream" a boolean when present. False and *error (400).
+[[nodiscard]] bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* error,
+                                    size_t max_depth = kDefaultJsonMaxDepth);
 
 // Why a parsed request cannot take the token path in `mode` ("" = it can):
 // fields whose meaning the forwarded request would lose (a response_format,

@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "proxy/json_limits.h"
+
 namespace toktier::proxy {
 namespace {
 
@@ -72,7 +74,14 @@ size_t ResumeSearchAt(const std::string& buffer, std::string_view marker) {
 
 std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
-Json ParseJson(std::string_view text) { return Json::parse(text.begin(), text.end(), nullptr, false); }
+// Engine answers and the model's tool-call text are untrusted JSON: the
+// same nesting bound as client bodies (a too-deep one is discarded, i.e.
+// malformed), since the translation copies and dumps what it parses.
+Json ParseJson(std::string_view text) {
+  Json j;
+  (void)ParseBoundedJson(text, kDefaultJsonMaxDepth, &j);
+  return j;
+}
 
 // Tool arguments as the chat API carries them: JSON text inside a string. An
 // argument string from the model is taken as already being that text.

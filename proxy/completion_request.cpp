@@ -81,7 +81,8 @@ const std::string& Padded(const std::string& body, std::string* scratch) {
 
 size_t JsonPadding() { return simdjson::SIMDJSON_PADDING; }
 
-bool ParseCompletionRequest(const std::string& unpadded, CompletionRequest* out, RequestError* error) {
+bool ParseCompletionRequest(const std::string& unpadded, CompletionRequest* out, RequestError* error,
+                            size_t max_depth) {
   // Offsets are the same in a padded copy, so the ranges hold for `unpadded`.
   std::string scratch;
   const std::string& body = Padded(unpadded, &scratch);
@@ -189,6 +190,15 @@ bool ParseCompletionRequest(const std::string& unpadded, CompletionRequest* out,
   }
   if (!have_model) return Fail(error, "you must provide a model parameter", "model");
   if (!have_prompt) return Fail(error, "'prompt' is a required property", "prompt");
+  // Nesting, the same bound as every API (the engine and any later reader
+  // of this body may recurse). The prompt, most of the bytes, is at most
+  // three levels deep (an array of ID lists inside the object): only the
+  // bytes around it are scanned, those after it one level down (inside the
+  // top-level object).
+  if (max_depth < 3 || JsonNestingExceeds({base, out->prompt_begin}, max_depth) ||
+      JsonNestingExceeds({base + out->prompt_end, unpadded.size() - out->prompt_end}, max_depth - 1)) {
+    return Fail(error, TooDeepMessage(max_depth));
+  }
   return true;
 }
 

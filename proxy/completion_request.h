@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "proxy/json_limits.h"
+
 namespace toktier::proxy {
 
 enum class PromptKind : uint8_t { kString, kStringList, kTokens };
@@ -55,8 +57,10 @@ inline std::string_view RawPrompt(std::string_view body, const CompletionRequest
 // Parses `body` (its capacity must exceed size() by JsonPadding(); the
 // bytes beyond size() are not modified). False and *error for malformed
 // JSON (including anything but whitespace after the one top-level value),
-// wrong field types, a missing or empty prompt.
-bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, RequestError* error);
+// nesting deeper than `max_depth` (proxy/json_limits.h; the prompt's bytes
+// are not scanned again), wrong field types, a missing or empty prompt.
+bool ParseCompletionRequest(const std::string& body, CompletionRequest* out, RequestError* error,
+                            size_t max_depth = kDefaultJsonMaxDepth);
 
 // The top-level "model" string of a JSON object body ("" when the body is
 // not such an object): routes passthrough requests to the model's pool.

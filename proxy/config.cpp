@@ -192,6 +192,8 @@ bool ApplyConfigJson(const std::string& text, Config* c, std::string* error) {
         !Get(*it, "idle_timeout_ms", &c->idle_timeout_ms, error) ||
         !Get(*it, "backend_connect_timeout_ms", &c->backend_connect_timeout_ms, error) ||
         !Get(*it, "backend_timeout_ms", &c->backend_timeout_ms, error) ||
+        !Get(*it, "client_write_timeout_ms", &c->client_write_timeout_ms, error) ||
+        !Get(*it, "json_max_depth", &c->json_max_depth, error) ||
         !Get(*it, "drain_timeout_ms", &c->drain_timeout_ms, error))
       return false;
   }

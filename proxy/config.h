@@ -91,6 +91,14 @@ struct Config {
   int idle_timeout_ms = 120000;      // keep-alive connection without a request
   int backend_connect_timeout_ms = 3000;
   int backend_timeout_ms = 600000;   // to the first response byte, and between body reads
+  // Each write to the client (a relayed piece of an answer, a local answer)
+  // must finish within this: a client that stops reading a stream is cut
+  // off and its engine request cancelled, instead of holding the engine for
+  // backend_timeout_ms.
+  int client_write_timeout_ms = 30000;
+  // Arrays and objects nested deeper than this in a request body (any API)
+  // or an engine answer the proxy parses are refused (proxy/json_limits.h).
+  size_t json_max_depth = 128;
   int drain_timeout_ms = 30000;      // graceful shutdown
 
   // Backends: active health checks and the tokenizer compatibility guard.

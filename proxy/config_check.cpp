@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/backends.h"
+#include "proxy/json_limits.h"
 #include "proxy/tokenizer_files.h"
 
 namespace toktier::proxy {
@@ -82,6 +83,8 @@ std::string ConfigToJson(const Config& c) {
         {"idle_timeout_ms", c.idle_timeout_ms},
         {"backend_connect_timeout_ms", c.backend_connect_timeout_ms},
         {"backend_timeout_ms", c.backend_timeout_ms},
+        {"client_write_timeout_ms", c.client_write_timeout_ms},
+        {"json_max_depth", c.json_max_depth},
         {"drain_timeout_ms", c.drain_timeout_ms}}},
       {"health", {{"path", c.health_path}, {"interval_ms", c.health_interval_ms}}},
       {"guard",
@@ -124,6 +127,7 @@ bool CheckConfig(const Config& c, std::string* summary, std::string* error) {
       {"limits.idle_timeout_ms", c.idle_timeout_ms},
       {"limits.backend_connect_timeout_ms", c.backend_connect_timeout_ms},
       {"limits.backend_timeout_ms", c.backend_timeout_ms},
+      {"limits.client_write_timeout_ms", c.client_write_timeout_ms},
       {"limits.drain_timeout_ms", c.drain_timeout_ms},
       {"health.interval_ms", c.health_interval_ms},
       {"guard.interval_ms", c.guard_interval_ms},
@@ -143,6 +147,11 @@ bool CheckConfig(const Config& c, std::string* summary, std::string* error) {
       *error = std::string(p.name) + ": must be positive (is " + std::to_string(p.value) + ")";
       return false;
     }
+  }
+  if (c.json_max_depth < kMinJsonMaxDepth || c.json_max_depth > kMaxJsonMaxDepth) {
+    *error = "limits.json_max_depth: must be within [" + std::to_string(kMinJsonMaxDepth) + ", " +
+             std::to_string(kMaxJsonMaxDepth) + "] (the template renderer recurses once per level)";
+    return false;
   }
   if (c.large_workers < 0) {
     *error = "large_workers: must be 0 or more";

@@ -140,12 +140,19 @@ void HttpConn::OnReadHeader(error_code ec, size_t) {
     return SendError(status::bad_request, "Malformed HTTP request: " + std::string(why) + ".",
                      "invalid_request_error", "", "local", "client_error", true);
   }
-  // The target is checked before the body is read; a body still to come
-  // means the connection cannot be reused.
+  // Host (RFC 9112 3.2): a front end that reads another Host than we do
+  // would disagree with us about the request; refused, and closed.
+  if (std::string_view why = HostProblem(req, req.version()); !why.empty()) {
+    return SendError(status::bad_request, "Malformed HTTP request: " + std::string(why) + ".",
+                     "invalid_request_error", "", "local", "client_error", true, "invalid_host");
+  }
+  // The target is checked before the body is read. A request line the proxy
+  // will not serve (CONNECT's authority form, an absolute URI, dot
+  // segments) is answered and the connection closed: what follows it on the
+  // connection (a tunnel's bytes, a body) is no request to serve.
   if (std::string_view why = TargetProblem({req.target().data(), req.target().size()}); !why.empty()) {
     return SendError(status::bad_request, "Invalid request target: " + std::string(why) + ".",
-                     "invalid_request_error", "", "local", "client_error",
-                     req.chunked() || parser_->content_length().value_or(0) > 0, "invalid_target");
+                     "invalid_request_error", "", "local", "client_error", true, "invalid_target");
   }
   auto len = parser_->content_length();
   if (len && *len > cfg().max_body_bytes) {
@@ -241,7 +248,7 @@ void HttpConn::HandleCompletions() {
   body_ = std::make_shared<std::string>(std::move(req.body()));
   auto creq = std::make_shared<CompletionRequest>();
   RequestError err;
-  const bool parsed = ParseCompletionRequest(*body_, creq.get(), &err);
+  const bool parsed = ParseCompletionRequest(*body_, creq.get(), &err, cfg().json_max_depth);
   t_parsed_ = Clock::now();
   if (!parsed) {
     return SendError(static_cast<status>(err.status), err.message, err.type, err.param, "completions",
@@ -384,7 +391,7 @@ void HttpConn::SendResponse(status st, std::string_view content_type, std::strin
   res->set(http::field::content_type, content_type);
   res->body() = std::move(body);
   if (close || !parser_ || !parser_->is_header_done()) keep_alive_ = false;
-  res->keep_alive(keep_alive_);
+  SetKeepAlive(*res);
   res->prepare_payload();
   if (method_ == http::verb::head) res->body().clear();
   status_ = static_cast<unsigned>(st);
@@ -392,7 +399,7 @@ void HttpConn::SendResponse(status st, std::string_view content_type, std::strin
   // The answer is final: a client that reads it and closes at once has not
   // left early (the watch's EOF must not relabel it client_closed).
   watch_armed_ = false;
-  stream_.expires_after(std::chrono::milliseconds(cfg().read_timeout_ms));
+  stream_.expires_after(std::chrono::milliseconds(cfg().client_write_timeout_ms));
   http::async_write(stream_, *res, [self = shared_from_this(), res](error_code ec, size_t) {
     self->Record(self->outcome_);
     self->body_.reset();
@@ -402,6 +409,18 @@ void HttpConn::SendResponse(status st, std::string_view content_type, std::strin
       s->DoRead();
     });
   });
+}
+
+void HttpConn::SetKeepAlive(http::fields& res) const {
+  res.erase(http::field::connection);
+  const bool http10 = parser_ && parser_->is_header_done() && parser_->get().version() < 11;
+  // HTTP/1.1 persists unless "close"; an HTTP/1.0 client closes unless it
+  // reads "keep-alive" (RFC 9112 9.3), so that is said out loud to it.
+  if (!keep_alive_) {
+    res.set(http::field::connection, "close");
+  } else if (http10) {
+    res.set(http::field::connection, "keep-alive");
+  }
 }
 
 // Phases a request skips (a local answer, a passthrough) log as 0 ms.

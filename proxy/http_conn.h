@@ -74,6 +74,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
                  std::string_view outcome, bool close, std::string code = "");
   void SendResponse(status st, std::string_view content_type, std::string body, std::string_view outcome,
                     bool close);
+  // The Connection field of a response to this request, from keep_alive_.
+  void SetKeepAlive(boost::beast::http::fields& res) const;
   void ResetPhases(Clock::time_point t);
   void Record(std::string_view outcome);
   void DoClose();

@@ -3,6 +3,7 @@
 #include <boost/asio/error.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 
 namespace toktier::proxy {
@@ -35,6 +36,12 @@ int HexValue(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// RFC 3986 reg-name: unreserved, sub-delims, and '%' of a percent escape.
+bool IsRegNameChar(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) ||
+         std::string_view("-._~!$&'()*+,;=%").find(c) != std::string_view::npos;
 }
 
 bool IsFixedHopByHop(http::field f) {
@@ -77,6 +84,42 @@ std::string_view FramingProblem(const http::fields& fields, unsigned version) {
   if (version < 11) return "Transfer-Encoding in an HTTP/1.0 message";
   if (lengths) return "both Transfer-Encoding and Content-Length";
   if (encodings != 1 || !only_chunked) return "Transfer-Encoding other than chunked";
+  return "";
+}
+
+std::string_view HostProblem(const http::fields& fields, unsigned version) {
+  size_t count = 0;
+  std::string_view value;
+  for (const auto& f : fields) {
+    if (f.name() != http::field::host) continue;
+    if (++count > 1) return "more than one Host field";
+    value = Trim(f.value());
+  }
+  if (count == 0) return version >= 11 ? "an HTTP/1.1 request must have a Host field" : "";
+  std::string_view host = value;
+  std::string_view port;
+  if (!host.empty() && host.front() == '[') {
+    const size_t close = host.find(']');
+    if (close == std::string_view::npos) return "invalid Host field";
+    const std::string_view literal = host.substr(1, close - 1);
+    if (literal.empty() || !std::all_of(literal.begin(), literal.end(),
+                                        [](char c) { return HexValue(c) >= 0 || c == ':' || c == '.'; })) {
+      return "invalid Host field";
+    }
+    std::string_view rest = host.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') return "invalid Host field";
+    port = rest.empty() ? rest : rest.substr(1);
+  } else {
+    if (size_t colon = host.find(':'); colon != std::string_view::npos) {
+      port = host.substr(colon + 1);
+      host = host.substr(0, colon);
+    }
+    // reg-name (IPv4 addresses are made of its characters too).
+    if (!std::all_of(host.begin(), host.end(), IsRegNameChar)) return "invalid Host field";
+  }
+  if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return "invalid Host field";
+  }
   return "";
 }
 

@@ -27,6 +27,13 @@ namespace http = boost::beast::http;
 // HTTP/1.0 message. "" when the framing is sound, else why not.
 std::string_view FramingProblem(const http::fields& fields, unsigned version);
 
+// Host (RFC 9112 3.2, a MUST): an HTTP/1.1 request has exactly one Host
+// field, an HTTP/1.0 request at most one, and its value is empty or
+// uri-host[":" port] (RFC 3986: a bracketed IP literal, or registered-name
+// characters and percent escapes; the port digits only). "" when sound,
+// else why not (the caller answers 400 and closes).
+std::string_view HostProblem(const http::fields& fields, unsigned version);
+
 // Request targets (RFC 9112 3.2 and RFC 3986 5.2.4): only origin-form
 // ("/path[?query]") is accepted, and its path must not contain a dot segment
 // ("." or "..", also percent-encoded, also followed by ";params"), a

@@ -105,6 +105,13 @@ Server::~Server() { Shutdown(); }
 
 bool Server::Start(std::string* error) {
   Impl& s = *impl_;
+  // The one bound --check-config reports that a running proxy relies on for
+  // its stacks (proxy/json_limits.h): checked here too.
+  if (s.config.json_max_depth < kMinJsonMaxDepth || s.config.json_max_depth > kMaxJsonMaxDepth) {
+    *error = "limits.json_max_depth must be within [" + std::to_string(kMinJsonMaxDepth) + ", " +
+             std::to_string(kMaxJsonMaxDepth) + "]";
+    return false;
+  }
   if (!s.service.Init(error)) return false;
   if (!s.backends.Init(&s.service, error)) return false;
   s.service.Start();

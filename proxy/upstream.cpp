@@ -204,7 +204,7 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
       keep_alive_ = false;
     }
   }
-  res.keep_alive(keep_alive_);
+  SetKeepAlive(res);
   relay_.reset(new char[kRelayBuffer]);
   sr_.emplace(res);
   if (translating_ && !chat_stream_) {
@@ -214,7 +214,7 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
     head_deferred_ = true;
     return RelayRead();
   }
-  stream_.expires_after(std::chrono::milliseconds(cfg().backend_timeout_ms));
+  stream_.expires_after(std::chrono::milliseconds(cfg().client_write_timeout_ms));
   http::async_write_header(stream_, *sr_, beast::bind_front_handler(&HttpConn::OnClientWrite, shared_from_this()));
 }
 
@@ -279,13 +279,20 @@ void HttpConn::DoClientWrite() {
   // The backend's response is complete: nothing left to cancel, and a client
   // that closes as soon as it has the last byte did not leave early.
   if (up_parser_->is_done()) watch_armed_ = false;
-  stream_.expires_after(std::chrono::milliseconds(cfg().backend_timeout_ms));
+  // A client that stops reading fills the socket buffers and this write
+  // stalls: after client_write_timeout_ms it is cut off and the engine's
+  // request cancelled (OnClientWrite), whatever backend_timeout_ms allows.
+  stream_.expires_after(std::chrono::milliseconds(cfg().client_write_timeout_ms));
   http::async_write(stream_, *sr_, beast::bind_front_handler(&HttpConn::OnClientWrite, shared_from_this()));
 }
 
 void HttpConn::OnClientWrite(error_code ec, size_t) {
   if (aborted_) return;  // the client left; Abort closed both sides
   if (ec == http::error::need_buffer) ec = {};
+  if (ec == beast::error::timeout) {
+    // The client stopped reading: cancel the backend request by closing it.
+    return Abort("client_write_timeout");
+  }
   if (ec) {
     // The client went away: cancel the backend request by closing it.
     return Abort("client_closed");
@@ -341,7 +348,9 @@ void HttpConn::Abort(std::string_view outcome) {
   watch_armed_ = false;
   Record(outcome);
   if (up_) {
-    if (outcome == "client_closed") m().counter(metrics::Id::kBackendRequests, {"cancelled"}).Inc();
+    if (outcome == "client_closed" || outcome == "client_write_timeout") {
+      m().counter(metrics::Id::kBackendRequests, {"cancelled"}).Inc();
+    }
     error_code ec;
     up_->socket().shutdown(tcp::socket::shutdown_both, ec);
     up_->close();

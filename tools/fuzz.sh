@@ -4,7 +4,9 @@
 #   tools/fuzz.sh [RUNS] [TARGET...]      default: 1000000 runs, every target
 #   FUZZ_SECONDS=S tools/fuzz.sh 0 ...    run each target for S seconds instead
 # Each target runs over its committed corpus tests/fuzz/corpus/TARGET plus
-# the seeds; new coverage is added to the corpus (commit it). Prints one line
+# the seeds (the JSON targets with tests/fuzz/json.dict: keys and the
+# deep-nesting markers of fuzz_support.h); new coverage is added to the
+# corpus (commit it). Prints one line
 # per target with its executions; a crash stops the run and leaves the
 # reproducer (crash-*) in build/fuzz/artifacts.
 set -euo pipefail
@@ -32,7 +34,8 @@ for t in "${TARGETS[@]}"; do
   mkdir -p "$corpus"
   seeds=()
   case "$t" in
-    fuzz_http_request | fuzz_live_server) seeds=("$ROOT"/tests/fuzz/seeds/http_request*.txt) ;;
+    fuzz_http_request) seeds=("$ROOT"/tests/fuzz/seeds/http_request*.txt) ;;
+    fuzz_live_server) seeds=("$ROOT"/tests/fuzz/seeds/http_request*.txt "$ROOT"/tests/fuzz/seeds/live_*.bin) ;;
     fuzz_backend_response) seeds=("$ROOT"/tests/fuzz/seeds/backend_response*.txt) ;;
     fuzz_completion_request) seeds=("$ROOT"/tests/fuzz/seeds/completion_request*.json) ;;
     fuzz_session_file) seeds=("$ROOT"/tests/fuzz/seeds/session.jsonl) ;;
@@ -40,16 +43,22 @@ for t in "${TARGETS[@]}"; do
     fuzz_repair_edits) seeds=("$ROOT"/tests/fuzz/seeds/repair_edits.bin) ;;
     fuzz_encode_paths) seeds=("$ROOT"/tests/fuzz/seeds/mixed_text.txt) ;;
     fuzz_chat_template) seeds=("$ROOT"/tests/fuzz/seeds/chat_template.jinja) ;;
-    fuzz_chat_request) seeds=("$ROOT"/tests/fuzz/seeds/chat_request.json) ;;
+    fuzz_chat_request) seeds=("$ROOT"/tests/fuzz/seeds/chat_request*.json) ;;
     fuzz_chat_response) seeds=("$ROOT"/tests/fuzz/seeds/chat_response*.txt) ;;
     fuzz_generate_response) seeds=("$ROOT"/tests/fuzz/seeds/generate_response*.txt) ;;
   esac
   for s in "${seeds[@]}"; do cp -n "$s" "$corpus/" 2>/dev/null || true; done
+  # The JSON targets get the dictionary of keys and deep-nesting markers.
+  dict=()
+  case "$t" in
+    fuzz_completion_request | fuzz_chat_request | fuzz_chat_response | fuzz_generate_response | fuzz_live_server)
+      dict=(-dict="$ROOT/tests/fuzz/json.dict") ;;
+  esac
   log="$BUILD/artifacts/$t.log"
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
   LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
-    "$BUILD/tests/fuzz/$t" "${limit[@]}" -max_len=65536 -reduce_inputs=1 -print_final_stats=1 \
+    "$BUILD/tests/fuzz/$t" "${limit[@]}" "${dict[@]+"${dict[@]}"}" -max_len=65536 -reduce_inputs=1 -print_final_stats=1 \
       -artifact_prefix="$BUILD/artifacts/" "$corpus" >"$log" 2>&1 || { tail -40 "$log"; exit 1; }
   execs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+)/\1/p' "$log" | tail -1)
   rate=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+)/\1/p' "$log" | tail -1)

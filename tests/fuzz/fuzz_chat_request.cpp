@@ -1,7 +1,10 @@
 // A /v1/chat/completions body (untrusted client bytes, proxy/chat_forward.h):
 // it parses or is a 400; a parsed request's body for the engine, in every
 // chat_forward mode, is one JSON object once the IDs are spliced in, and its
-// vllm-mode decoding options are read without failing.
+// vllm-mode decoding options are read without failing. Inputs expand deep
+// nesting markers (fuzz_support.h ExpandNesting): a body nested past the
+// bound is a 400, and the copies and dumps of an accepted one stay within
+// the stack.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,13 +17,15 @@
 using namespace toktier::proxy;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string_view body(reinterpret_cast<const char*>(data), size);
+  const std::string body = toktier::fuzz::ExpandNesting({reinterpret_cast<const char*>(data), size});
   ChatRequest req;
   RequestError err;
   if (!ParseChatRequest(body, &req, &err)) {
     toktier::fuzz::Check(!err.message.empty(), "fuzz_chat_request", "a rejected body says why");
     return 0;
   }
+  toktier::fuzz::Check(!JsonNestingExceeds(body, kDefaultJsonMaxDepth), "fuzz_chat_request",
+                       "an accepted body is within the nesting bound");
   for (ChatForward mode : {ChatForward::kCompletions, ChatForward::kSglang, ChatForward::kDynamo, ChatForward::kVllm}) {
     (void)ChatUnsupported(mode, req);
     ChatForwardPlan plan = PlanChatForward(mode, req);

@@ -24,7 +24,8 @@ void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_chat_resp
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t knobs = data[0];
-  std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const std::string expanded = toktier::fuzz::ExpandNesting({reinterpret_cast<const char*>(data) + 1, size - 1});
+  std::string_view body = expanded;
   ChatTranslateOptions o = toktier::fuzz::FuzzTranslateOptions(knobs);
   o.think_open_in_prompt = knobs & 8;
 

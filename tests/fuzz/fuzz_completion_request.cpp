@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fuzz_support.h"
 #include "proxy/completion_request.h"
 #include "proxy/json_string.h"
 
@@ -31,8 +32,8 @@ static struct Report {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace toktier::proxy;
   std::string body;
-  body.reserve(size + JsonPadding());
-  body.assign(reinterpret_cast<const char*>(data), size);
+  body = toktier::fuzz::ExpandNesting({reinterpret_cast<const char*>(data), size});
+  body.reserve(body.size() + JsonPadding());
   (void)ModelOfJsonBody(body);
   CompletionRequest req;
   RequestError err;

@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0 || !Qwen()) return 0;
   const uint8_t knobs = data[0];
-  std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  const std::string expanded = toktier::fuzz::ExpandNesting({reinterpret_cast<const char*>(data) + 1, size - 1});
+  std::string_view body = expanded;
   ChatTranslateOptions o = toktier::fuzz::FuzzTranslateOptions(knobs);
   o.decode_with = Qwen();
   o.decode.skip_special_tokens = !(knobs & 8);

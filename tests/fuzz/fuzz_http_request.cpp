@@ -61,6 +61,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (framing.empty()) {
       Check(!(req.chunked() && req.has_content_length()), "sound framing is never both chunked and sized");
     }
+    if (toktier::proxy::HostProblem(req, req.version()).empty()) {
+      // Accepted: at most one Host (exactly one in HTTP/1.1), no userinfo,
+      // path, query or whitespace in it.
+      size_t hosts = 0;
+      for (const auto& f : req) {
+        if (f.name() != http::field::host) continue;
+        ++hosts;
+        Check(f.value().find_first_of("/?#@ \t\\") == std::string_view::npos, "an accepted Host is uri-host[:port]");
+      }
+      Check(hosts == 1 || (hosts == 0 && req.version() < 11), "an accepted request has one Host (HTTP/1.1)");
+    }
     std::string_view target(req.target().data(), req.target().size());
     if (toktier::proxy::TargetProblem(target).empty()) {
       Check(!target.empty() && target[0] == '/', "accepted targets are origin-form");

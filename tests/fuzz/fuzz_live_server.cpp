@@ -11,6 +11,16 @@
 // status line (100-599), the server closes the connection within its
 // deadlines, and it keeps answering a well-formed request (probed every 64
 // inputs). ASan/UBSan watch the server's I/O and worker threads.
+// Structure: when the last byte has bit 0x40, the other bytes are a JSON
+// body (deep-nesting markers expanded, fuzz_support.h ExpandNesting) sent as
+// a well-framed POST to /v1/chat/completions (qwen3 renders its template in
+// "completions" mode) or, with bit 0x20, /v1/completions.
+// Stack depth: every thread of this process (the server's I/O and worker
+// threads included) runs on a 1 MiB stack, an eighth of the default, so an
+// input whose handling recurses with its nesting crashes here long before it
+// could in production (issue 34: 50,000 levels overflowed an 8 MiB stack).
+#include <pthread.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -88,7 +98,15 @@ void Probe() {
 
 }  // namespace
 
+constexpr size_t kThreadStackBytes = size_t{1} << 20;
+
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  // Before any thread starts: the default stack of every later thread.
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  Check(pthread_attr_setstacksize(&attr, kThreadStackBytes) == 0 && pthread_setattr_default_np(&attr) == 0,
+        "set the threads' stack size");
+  pthread_attr_destroy(&attr);
   auto* live = new Live;  // lives for the process: the server's threads use it
   live->engine = std::make_unique<MockEngine>(0, /*record=*/false);
   live->engine->stream_events = 2;
@@ -116,6 +134,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   toktier::proxy::ModelConfig m;
   m.name = "qwen3";
   m.tokenizer = toktier::test::TokenizerPath("qwen3");
+  m.chat_forward = "completions";
+  m.tool_parser = "hermes";
+  m.reasoning = true;
   c.models.push_back(m);
   live->server = std::make_unique<toktier::proxy::Server>(c);
   std::string err;
@@ -136,7 +157,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (256u << 10)) return 0;
-  const std::string bytes(reinterpret_cast<const char*>(data), size);
+  std::string bytes(reinterpret_cast<const char*>(data), size);
+  if (size > 1 && (data[size - 1] & 0x40)) {
+    const std::string body = toktier::fuzz::ExpandNesting(std::string_view(bytes).substr(0, size - 1));
+    bytes = std::string("POST ") + ((data[size - 1] & 0x20) ? "/v1/completions" : "/v1/chat/completions") +
+            " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+            std::to_string(body.size()) + "\r\n\r\n" + body;
+  }
   g_live->engine->mode = size ? kModes[data[size - 1] % std::size(kModes)] : MockMode::kOk;
   std::string answer;
   // Every deadline is at most 2 s; 10 s means the connection was forgotten.

@@ -30,11 +30,18 @@ std::string Mutate(std::string s, std::mt19937& rng) {
   int edits = 1 + static_cast<int>(rng() % 8);
   for (int e = 0; e < edits; ++e) {
     size_t pos = s.empty() ? 0 : rng() % (s.size() + 1);
-    switch (rng() % 4) {
+    switch (rng() % 5) {
       case 0: s.insert(pos, 1, kAlphabet[rng() % (sizeof kAlphabet - 1)]); break;
       case 1: if (!s.empty() && pos < s.size()) s.erase(pos, 1 + rng() % 4); break;
       case 2: if (!s.empty() && pos < s.size()) s[pos] = static_cast<char>(rng()); break;
-      default: if (!s.empty()) s.insert(pos, s.substr(rng() % s.size(), rng() % 16)); break;
+      case 3: if (!s.empty()) s.insert(pos, s.substr(rng() % s.size(), rng() % 16)); break;
+      default: {
+        // A deep-nesting marker (fuzz_support.h ExpandNesting), depth any
+        // from 0 to 65,026 or exactly around a bound.
+        const char marker[2] = {static_cast<char>(1 + rng() % 3), static_cast<char>(rng())};
+        s.insert(pos, marker, 2);
+        break;
+      }
     }
   }
   return s;

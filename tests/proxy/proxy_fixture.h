@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "http_client.h"
@@ -75,6 +76,36 @@ inline double MetricValue(const std::string& text, const std::string& series) {
     pos = after;
   }
   return -1;
+}
+
+// A proxy without models (every request passes through; no tokenizer files
+// needed) in front of `engine`.
+inline proxy::Config PlainConfig(const MockEngine& engine) {
+  auto c = TestConfig(engine);
+  c.models.clear();
+  return c;
+}
+
+// {"error": {"message": str, "type": str, "param", "code"}}: OpenAI's shape.
+inline bool IsOpenAiError(const std::string& body) {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  return j.is_object() && j.contains("error") && j["error"].is_object() && j["error"]["message"].is_string() &&
+         j["error"]["type"].is_string() && j["error"].contains("param") && j["error"].contains("code");
+}
+
+inline std::string Metrics(uint16_t port) { return HttpClient(port).Request("GET", "/metrics", "").body; }
+
+// A connection's outcome is counted when the server has finished with it,
+// which may be just after the client saw the close (later still under the
+// sanitizers): poll until the series reaches `want` or 5 s pass.
+inline double MetricEventually(uint16_t port, const std::string& series, double want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  double v = MetricValue(Metrics(port), series);
+  while (v != want && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    v = MetricValue(Metrics(port), series);
+  }
+  return v;
 }
 
 inline std::string CompletionBody(const std::string& model, const std::string& prompt, const std::string& extra = "") {

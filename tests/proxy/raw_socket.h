@@ -110,4 +110,16 @@ inline int RawStatus(std::string_view raw) {
   return std::atoi(std::string(raw.substr(9, 3)).c_str());
 }
 
+// The body of the first response in raw bytes (after the blank line).
+inline std::string RawBody(const std::string& raw) {
+  size_t at = raw.find("\r\n\r\n");
+  return at == std::string::npos ? "" : raw.substr(at + 4);
+}
+
+// A POST with a Content-Length; extra: "Name: v\r\n"...
+inline std::string RawPost(const std::string& target, const std::string& body, const std::string& extra = "") {
+  return "POST " + target + " HTTP/1.1\r\nHost: x\r\n" + extra + "Content-Length: " + std::to_string(body.size()) +
+         "\r\n\r\n" + body;
+}
+
 }  // namespace toktier::test

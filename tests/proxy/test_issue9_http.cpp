@@ -24,49 +24,9 @@ namespace {
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-// A proxy without models (every request passes through; no tokenizer files
-// needed) in front of `engine`.
-proxy::Config PlainConfig(const MockEngine& engine) {
-  auto c = TestConfig(engine);
-  c.models.clear();
-  return c;
-}
-
 std::string Nonce(const HttpResponse& r) {
   json j = json::parse(r.body, nullptr, false);
   return j.is_object() && j.contains("nonce") && j["nonce"].is_string() ? j["nonce"].get<std::string>() : "";
-}
-
-bool IsOpenAiError(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  return j.is_object() && j.contains("error") && j["error"].is_object() && j["error"]["message"].is_string() &&
-         j["error"]["type"].is_string() && j["error"].contains("param") && j["error"].contains("code");
-}
-
-// The body of the first response in raw bytes (after the blank line).
-std::string RawBody(const std::string& raw) {
-  size_t at = raw.find("\r\n\r\n");
-  return at == std::string::npos ? "" : raw.substr(at + 4);
-}
-
-std::string Metrics(uint16_t port) { return HttpClient(port).Request("GET", "/metrics", "").body; }
-
-// A connection's outcome is counted when the server has finished with it,
-// which may be just after the client saw the close (later still under the
-// sanitizers): poll until the series reaches `want` or 5 s pass.
-double MetricEventually(uint16_t port, const std::string& series, double want) {
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  double v = MetricValue(Metrics(port), series);
-  while (v != want && Clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    v = MetricValue(Metrics(port), series);
-  }
-  return v;
-}
-
-std::string RawPost(const std::string& target, const std::string& body, const std::string& extra = "") {
-  return "POST " + target + " HTTP/1.1\r\nHost: x\r\n" + extra + "Content-Length: " + std::to_string(body.size()) +
-         "\r\n\r\n" + body;
 }
 
 }  // namespace
