@@ -16,7 +16,8 @@
 // a well-framed POST to /v1/chat/completions (qwen3 renders its template in
 // "completions" mode) or, with bit 0x20, /v1/completions.
 // Stack depth: every thread of this process (the server's I/O and worker
-// threads included) runs on a 1 MiB stack, an eighth of the default, so an
+// threads included) runs on a 1 MiB stack (2 MiB under ASan, whose frames
+// are larger), an eighth of the default, so an
 // input whose handling recurses with its nesting crashes here long before it
 // could in production (issue 34: 50,000 levels overflowed an 8 MiB stack).
 #include <pthread.h>
@@ -98,7 +99,18 @@ void Probe() {
 
 }  // namespace
 
+// ASan's redzones make frames about twice as large: twice the stack there.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr size_t kThreadStackBytes = size_t{2} << 20;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr size_t kThreadStackBytes = size_t{2} << 20;
+#else
 constexpr size_t kThreadStackBytes = size_t{1} << 20;
+#endif
+#else
+constexpr size_t kThreadStackBytes = size_t{1} << 20;
+#endif
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   // Before any thread starts: the default stack of every later thread.

@@ -49,6 +49,20 @@ inline proxy::Config TestConfig(const MockEngine& engine) {
   return c;
 }
 
+// TestConfig with every model on the chat token path in `mode` (qwen3 with
+// its Hermes tool calls and <think> reasoning).
+inline proxy::Config ChatConfig(const MockEngine& engine, const std::string& mode) {
+  proxy::Config c = TestConfig(engine);
+  c.chat_forward = mode;
+  for (auto& m : c.models) {
+    if (m.name == "qwen3") {
+      m.tool_parser = "hermes";
+      m.reasoning = true;
+    }
+  }
+  return c;
+}
+
 inline bool TokenizersPresent() {
   return LoadTokenizer("qwen3") != nullptr && LoadTokenizer("llama3") != nullptr;
 }

@@ -30,18 +30,6 @@ ojson TokenizerConfig(const std::string& name) {
   return ojson::parse(ReadFile(path.string()).value_or("{}"));
 }
 
-proxy::Config ChatConfig(const MockEngine& engine, const std::string& mode) {
-  proxy::Config c = TestConfig(engine);
-  c.chat_forward = mode;
-  for (auto& m : c.models) {
-    if (m.name == "qwen3") {
-      m.tool_parser = "hermes";
-      m.reasoning = true;
-    }
-  }
-  return c;
-}
-
 std::vector<uint32_t> IdsOf(const json& a) {
   std::vector<uint32_t> out;
   for (const auto& x : a) out.push_back(x.get<uint32_t>());

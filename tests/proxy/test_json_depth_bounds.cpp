@@ -37,18 +37,6 @@ size_t DepthOf(const json& j) {
   return inner + 1;
 }
 
-proxy::Config ChatConfig(const MockEngine& engine, const std::string& mode) {
-  proxy::Config c = TestConfig(engine);
-  c.chat_forward = mode;
-  for (auto& m : c.models) {
-    if (m.name == "qwen3") {
-      m.tool_parser = "hermes";
-      m.reasoning = true;
-    }
-  }
-  return c;
-}
-
 const char* kChatPrefix = R"({"model":"qwen3","max_tokens":1,"messages":[{"role":"user","content":"hi"}])";
 
 // A chat body with the deep value placed where the probe put it.
