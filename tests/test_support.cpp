@@ -17,10 +17,10 @@ std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name) {
   auto it = cache.find(name);
   if (it != cache.end()) return it->second;
   auto bytes = ReadFile(TokenizerPath(name));
-  if (!bytes) {
-    MESSAGE("tokenizer file missing (run npm ci in tools/): " << TokenizerPath(name));
-    return nullptr;
-  }
+  // The README's test command (tools/dev.sh test, CI too) installs these
+  // files: a missing one is an error, never a silent pass.
+  REQUIRE_MESSAGE(bytes.has_value(),
+                  "tokenizer files missing: run tools/dev.sh setup (no " << TokenizerPath(name) << ")");
   core::Status st;
   auto tok = core::Tokenizer::FromBytes(*bytes, "", &st);
   if (!st.ok()) FAIL("loading " << name << ": " << st.message());

@@ -21,8 +21,9 @@ std::optional<std::string> ReadFile(const std::string& path);
 // "tiktoken:cl100k_base" -> tiktoken/encoders/cl100k_base.json.
 std::string TokenizerPath(const std::string& name);
 
-// Loads a tokenizer by the name above; nullptr (and a doctest MESSAGE) if the
-// file is missing. Cached per name for the process.
+// Loads a tokenizer by the name above; a missing file fails the calling test
+// case (doctest REQUIRE: tools/dev.sh setup installs them all), so the result
+// is never null. Cached per name for the process.
 std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name);
 
 // The shared workloads folder if present ("" otherwise).

@@ -246,7 +246,7 @@ run_sanitized() {
     ctest --output-on-failure -j "$JOBS" -R '^proxy/test_')
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
     "$tsan/tests/unit_core_pool" --no-intro=true \
-    -tc='issue 13: the pool runs*,issue 13: the pool*s group buffers*,issue 13: the group buffers are the pool*'
+    -tc='the pool runs*,the pool*s group buffers*,the group buffers are the pool*'
 }
 
 cmd="${1:-}"

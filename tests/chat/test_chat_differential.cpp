@@ -251,10 +251,8 @@ TEST_CASE("chat differential: renderer equals @huggingface/jinja on shipped and 
     MESSAGE("node is not installed: differential test skipped");
     return;
   }
-  if (!fs::exists(fs::path(TOKTIER_NODE_MODULES) / "@huggingface" / "jinja")) {
-    MESSAGE("tools/node_modules/@huggingface/jinja is missing (npm ci in tools/): differential test skipped");
-    return;
-  }
+  REQUIRE_MESSAGE(fs::exists(fs::path(TOKTIER_NODE_MODULES) / "@huggingface" / "jinja"),
+                  "tools/node_modules/@huggingface/jinja missing: run tools/dev.sh setup");
   std::vector<NamedTemplate> shipped = ShippedTemplates();
   REQUIRE(shipped.size() >= 5);
   std::vector<NamedTemplate> features = FeatureTemplates();

@@ -58,8 +58,9 @@ void CheckAgainstReference(const Synthetic& s, const std::vector<std::string>& t
 
 TEST_CASE("metaspace: prepend schemes and split match the reference") {
   auto base = toktier::test::ReadFile(toktier::test::TokenizerPath("llama2"));
-  if (!base || std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("skipped: llama2 tokenizer file or node missing");
+  REQUIRE_MESSAGE(base.has_value(), "tokenizer files missing: run tools/dev.sh setup");
+  if (std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("skipped: node missing");
     return;
   }
   const std::vector<std::string> texts = {
@@ -93,8 +94,9 @@ TEST_CASE("metaspace: prepend schemes and split match the reference") {
 
 TEST_CASE("byte-level add_prefix_space matches the reference") {
   auto base = toktier::test::ReadFile(toktier::test::TokenizerPath("llama3"));
-  if (!base || std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("skipped: llama3 tokenizer file or node missing");
+  REQUIRE_MESSAGE(base.has_value(), "tokenizer files missing: run tools/dev.sh setup");
+  if (std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("skipped: node missing");
     return;
   }
   const std::vector<std::string> texts = {"Hello world", " already spaced", "<|eot_id|>after", "", "x",

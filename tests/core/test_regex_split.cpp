@@ -236,18 +236,13 @@ TEST_CASE("regex_split: differential against the HF tokenizers reference") {
     MESSAGE("node not found: skipping the differential pre-tokenizer test");
     return;
   }
-  if (!std::filesystem::exists(ToolsDir() + "/node_modules/tokenizers")) {
-    MESSAGE("tools/node_modules/tokenizers missing (npm ci in tools/): skipping");
-    return;
-  }
+  REQUIRE_MESSAGE(std::filesystem::exists(ToolsDir() + "/node_modules/tokenizers"),
+                  "tools/node_modules/tokenizers missing: run tools/dev.sh setup");
   std::vector<Config> configs;
   for (const char* name : {"llama3", "qwen3", "deepseek_v3", "gptoss", "gpt4o", "gpt35turbo"}) {
     std::string path = toktier::test::TokenizerPath(name);
     auto bytes = toktier::test::ReadFile(path);
-    if (!bytes) {
-      MESSAGE("tokenizer file missing, skipped: " << path);
-      continue;
-    }
+    REQUIRE_MESSAGE(bytes.has_value(), "tokenizer files missing: run tools/dev.sh setup (no " << path << ")");
     Json j = Json::parse(*bytes);
     configs.push_back({name, Json{{"tokenizer", path}}, j["pre_tokenizer"]});
   }

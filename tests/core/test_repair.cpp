@@ -109,7 +109,7 @@ TEST_CASE("repair: classic seams equal full tokenization") {
                                              "x = 10;\n    ", "ends with space "};
   for (const auto& name : kFamilies) {
     auto t = toktier::test::LoadTokenizer(name);
-    if (!t) continue;
+    REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
     Tally tally;
     for (bool special : {false, true}) {
       for (const auto& ctx : contexts) {
@@ -132,7 +132,7 @@ TEST_CASE("repair: random edit sequences on real and adversarial text") {
   const int steps_per_session = long_run ? 200 : 60;
   for (const auto& name : kFamilies) {
     auto t = toktier::test::LoadTokenizer(name);
-    if (!t) continue;
+    REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
     Tally tally;
     std::mt19937 rng(std::hash<std::string>{}(name));
     const std::string real = RealText();
@@ -184,7 +184,7 @@ TEST_CASE("repair: random edit sequences on real and adversarial text") {
 TEST_CASE("repair: long appends and a 100K-character piece without spaces") {
   for (const auto& name : kFamilies) {
     auto t = toktier::test::LoadTokenizer(name);
-    if (!t) continue;
+    REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
     Tally tally;
     TokenState st;
     std::string text = RealText().substr(0, 50000);
@@ -207,7 +207,7 @@ TEST_CASE("repair: long appends and a 100K-character piece without spaces") {
 
 TEST_CASE("repair: outcomes are reported") {
   auto t = toktier::test::LoadTokenizer("llama3_1");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   TokenState st;
   auto o = Repairer::Update(*t, st, "Hello there, friend.", true);
   CHECK(o.path == RepairPath::kFull);
@@ -251,7 +251,7 @@ TEST_CASE("repair: outcomes are reported") {
 
 TEST_CASE("repair: state memory is at most 16 bytes per token on real text") {
   auto t = toktier::test::LoadTokenizer("llama3");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   TokenState st;
   std::string text = RealText();
   Repairer::Update(*t, st, text, true);

@@ -10,7 +10,7 @@ using namespace toktier::core;
 
 TEST_CASE("shadow: correct results pass, a wrong one quarantines the version") {
   auto t = toktier::test::LoadTokenizer("llama3");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   std::mutex mu;
   std::vector<ShadowEvent> events;
   ShadowOptions opt;
@@ -44,7 +44,7 @@ TEST_CASE("shadow: correct results pass, a wrong one quarantines the version") {
 
 TEST_CASE("shadow: sampling rate and a bounded queue") {
   auto t = toktier::test::LoadTokenizer("qwen3");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   ShadowOptions opt;
   opt.sample_rate = 0.05;
   opt.queue_capacity = 4;

@@ -23,7 +23,7 @@ std::vector<uint32_t> Enc(const Tokenizer& t, std::string_view s, bool special =
 
 TEST_CASE("tokenizer: llama3 golden ids from the design brief") {
   auto t = LoadTokenizer("llama3");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   CHECK(Enc(*t, " pipeline") == std::vector<uint32_t>{15660});
   CHECK(Enc(*t, " pipe") == std::vector<uint32_t>{13961});
   CHECK(Enc(*t, "line") == std::vector<uint32_t>{1074});
@@ -37,7 +37,7 @@ TEST_CASE("tokenizer: llama3 golden ids from the design brief") {
 
 TEST_CASE("tokenizer: llama3_1 adds BOS through TemplateProcessing") {
   auto t = LoadTokenizer("llama3_1");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   auto with = Enc(*t, "Hello world", true);
   auto without = Enc(*t, "Hello world", false);
   REQUIRE(with.size() == without.size() + 1);
@@ -50,7 +50,7 @@ TEST_CASE("tokenizer: llama3_1 adds BOS through TemplateProcessing") {
 TEST_CASE("tokenizer: ends are source offsets and end at the text end") {
   for (const char* name : {"llama3", "qwen3", "llama2", "tiktoken:cl100k_base"}) {
     auto t = LoadTokenizer(name);
-    if (!t) continue;
+    REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
     std::string text = "Caf\xC3\xA9 na\xC3\xAFve e\xCC\x81t\xC3\xA9 <|im_start|>user\n  x = 12345;\n";
     std::vector<uint32_t> ids, ends;
     t->EncodeWithEnds(text, true, ids, ends);
@@ -65,7 +65,7 @@ TEST_CASE("tokenizer: ends are source offsets and end at the text end") {
 
 TEST_CASE("tokenizer: tiktoken specials only with add_special_tokens") {
   auto t = LoadTokenizer("tiktoken:cl100k_base");
-  if (!t) return;
+  REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
   auto special = Enc(*t, "<|endoftext|>", true);
   REQUIRE(special.size() == 1);
   CHECK(special[0] == 100257);
@@ -75,7 +75,7 @@ TEST_CASE("tokenizer: tiktoken specials only with add_special_tokens") {
 
 TEST_CASE("tokenizer: raw .tiktoken rank file equals the npm JSON encoding") {
   auto bytes = toktier::test::ReadFile(toktier::test::TokenizerPath("tiktoken:cl100k_base"));
-  if (!bytes) return;
+  REQUIRE_MESSAGE(bytes.has_value(), "tokenizer files missing: run tools/dev.sh setup");
   auto j = nlohmann::json::parse(*bytes);
   // Re-express the compressed "! offset tok tok ..." line as plain lines.
   std::string ranks_in = j["bpe_ranks"].get<std::string>();
@@ -166,7 +166,7 @@ TEST_CASE("tokenizer: invalid UTF-8 is found") {
 TEST_CASE("tokenizer: version hash is stable and content-sensitive") {
   auto a = LoadTokenizer("llama3");
   auto b = LoadTokenizer("llama3_1");
-  if (!a || !b) return;
+  REQUIRE_MESSAGE((a && b), "tokenizer files missing: run tools/dev.sh setup");
   CHECK(a->version_hash().size() == 16);
   CHECK(a->version_hash() != b->version_hash());
   Status st;

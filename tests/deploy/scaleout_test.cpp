@@ -330,7 +330,7 @@ class Harness {
 
 }  // namespace
 
-TEST_CASE("issue 12: nginx consistent hashing over toktier replicas: kill and add keep IDs exact, lose only hits") {
+TEST_CASE("nginx consistent hashing over toktier replicas: kill and add keep IDs exact, lose only hits") {
   const std::string tokenizer = toktier::test::TokenizerPath("llama3");
   const fs::path root = fs::temp_directory_path() / ("toktier-scaleout-" + std::to_string(getpid()));
   fs::create_directories(root);

@@ -63,6 +63,9 @@ inline proxy::Config ChatConfig(const MockEngine& engine, const std::string& mod
   return c;
 }
 
+// The two tokenizers of TestConfig. Cases REQUIRE it: the README's test
+// command installs the files, so a missing one fails the case (LoadTokenizer
+// already fails it) instead of letting it pass without checking anything.
 inline bool TokenizersPresent() {
   return LoadTokenizer("qwen3") != nullptr && LoadTokenizer("llama3") != nullptr;
 }

@@ -1,6 +1,6 @@
 // proxy/http_rules.h as pure functions: the edge cases of the target,
-// framing and hop-by-hop rules that the end-to-end tests (test_issue9_*)
-// exercise only by example.
+// framing and hop-by-hop rules that the end-to-end tests
+// (test_http_hardening, test_engine_faults) exercise only by example.
 #include <doctest/doctest.h>
 
 #include "proxy/http_rules.h"

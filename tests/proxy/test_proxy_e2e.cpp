@@ -36,7 +36,7 @@ std::vector<std::string> SessionFiles(const std::string& format, size_t n) {
 }  // namespace
 
 TEST_CASE("proxy: replayed workload sessions reach the engine as exact IDs") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   if (SharedWorkloadsDir().empty()) {
     MESSAGE("shared workloads missing (../shared/workloads): skipping the replay case");
     return;
@@ -85,7 +85,7 @@ TEST_CASE("proxy: replayed workload sessions reach the engine as exact IDs") {
 }
 
 TEST_CASE("proxy: add_special_tokens, prompt lists, token prompts, unknown models") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(TestConfig(engine));
   HttpClient client(p.port());
@@ -131,7 +131,7 @@ TEST_CASE("proxy: add_special_tokens, prompt lists, token prompts, unknown model
 }
 
 TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the backend") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   engine.mode = MockMode::kStream;
   engine.stream_events = 5;
@@ -174,7 +174,7 @@ TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the b
 }
 
 TEST_CASE("proxy: a client that leaves before the backend answers cancels the backend request") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   engine.mode = MockMode::kStall;
   engine.stall_ms = 3000;
@@ -273,7 +273,7 @@ TEST_CASE("proxy: passthrough is byte-exact") {
 }
 
 TEST_CASE("proxy: errors") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto cfg = TestConfig(engine);
   cfg.max_body_bytes = 1 << 20;
@@ -356,7 +356,7 @@ TEST_CASE("proxy: errors") {
 }
 
 TEST_CASE("proxy: tenants never share state; concurrent sessions") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(TestConfig(engine));
   auto tok = LoadTokenizer("qwen3");
@@ -400,7 +400,7 @@ TEST_CASE("proxy: tenants never share state; concurrent sessions") {
 }
 
 TEST_CASE("proxy: metric values after a known sequence") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(TestConfig(engine));
   HttpClient c(p.port());
@@ -435,7 +435,7 @@ TEST_CASE("proxy: metric values after a known sequence") {
 }
 
 TEST_CASE("proxy: the tokenizer guard switches a model to text on a mismatch") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto qwen = LoadTokenizer("qwen3");
   auto llama = LoadTokenizer("llama3");
@@ -466,7 +466,7 @@ TEST_CASE("proxy: the tokenizer guard switches a model to text on a mismatch") {
 }
 
 TEST_CASE("proxy: a full tokenization queue forwards text (overload passthrough)") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto cfg = TestConfig(engine);
   cfg.workers = 1;
@@ -484,7 +484,7 @@ TEST_CASE("proxy: a full tokenization queue forwards text (overload passthrough)
 }
 
 TEST_CASE("proxy: failover to a healthy backend; rendezvous affinity") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine a, b;
   auto cfg = TestConfig(a);
   cfg.backends = {a.url(), b.url()};
@@ -510,7 +510,7 @@ TEST_CASE("proxy: failover to a healthy backend; rendezvous affinity") {
 namespace toktier::test {
 
 TEST_CASE("proxy: passthrough requests go to their model's own pool") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine shared_pool, qwen_pool;
   auto cfg = TestConfig(shared_pool);
   for (auto& m : cfg.models) {

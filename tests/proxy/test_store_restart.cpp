@@ -13,7 +13,7 @@
 namespace toktier::test {
 
 TEST_CASE("proxy: state survives a restart (RocksDB) and the rest of the session hits") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   std::string dir = SharedWorkloadsDir();
   if (dir.empty()) {
     MESSAGE("shared workloads missing (../shared/workloads): skipping");

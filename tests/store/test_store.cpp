@@ -1,9 +1,17 @@
 // store/: memory tier, RocksDB tier, restart, corruption, TTL, eviction,
 // version change, write-queue drops, fallback. Real RocksDB directories.
+// Also (issue 9, resources and sessions) what the memory tier charges for a
+// state (buffer capacities, key, entry overhead), and commit tags: stored
+// with the state's meta record, so a tag survives a restart (and a kill -9:
+// same WriteBatch as the state), expires with the state, and metas written
+// before tags existed still load.
 #include <doctest/doctest.h>
 #include <rocksdb/db.h>
+#include <xxhash.h>
 
+#include <cstring>
 #include <fstream>
+#include <map>
 #include <thread>
 
 #include "store/record_format.h"
@@ -19,10 +27,13 @@ struct Fixture {
   std::shared_ptr<const core::Tokenizer> tok = toktier::test::LoadTokenizer("llama3");
   std::vector<std::string> prompts;
   Fixture() {
+    REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
     auto files = SessionFiles("swe-agent", "llama3");
     if (!files.empty()) prompts = SessionPrompts(files[0], 12);
   }
-  bool ok() const { return tok && prompts.size() >= 4; }
+  // The shared workloads (../shared/workloads) are optional; the tokenizer
+  // files are not (the constructor fails the case without them).
+  bool ok() const { return prompts.size() >= 4; }
 };
 
 std::unique_ptr<StateStore> OpenOrFail(const StoreOptions& o) {
@@ -31,6 +42,13 @@ std::unique_ptr<StateStore> OpenOrFail(const StoreOptions& o) {
   REQUIRE_MESSAGE(s.ok(), s.message());
   REQUIRE(st);
   return st;
+}
+
+// The live tags of a store, with their write times.
+std::map<std::string, int64_t> Tags(StateStore& store) {
+  std::map<std::string, int64_t> out;
+  store.ForEachTag([&](std::string_view tag, int64_t t) { out[std::string(tag)] = t; });
+  return out;
 }
 
 }  // namespace
@@ -414,4 +432,100 @@ TEST_CASE("concurrent workers on distinct keys") {
     REQUIRE(got);
     CHECK(SameState(*got, *finals[w]));
   }
+}
+
+TEST_CASE("the memory tier charges buffer capacities, keys and entry overhead") {
+  auto tok = toktier::test::LoadTokenizer("llama3");
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
+  StoreOptions o;
+  auto store = OpenOrFail(o);
+  // A state grown by appends holds more capacity than its sizes.
+  auto st = std::make_shared<core::TokenState>();
+  std::string text;
+  for (int i = 0; i < 200; ++i) {
+    text += "step " + std::to_string(i) + ": the quick brown fox jumps over the lazy dog.\n";
+    core::Repairer::Update(*tok, *st, text, true);
+  }
+  const std::string key(600, 'k');
+  store->Commit(key, st, 0);
+  const size_t charged = store->Stats().memory_bytes;
+  CHECK(charged == MemoryTierBytes(key, *st));
+  const size_t held = st->text().capacity() + (st->ids().capacity() + st->ends().capacity()) * 4;
+  CHECK(charged >= held + 2 * key.size());
+  CHECK(charged > st->AccountedBytes());  // the old measure (sizes only) undercounts
+}
+
+TEST_CASE("a commit's tag survives a restart, is replaced, and expires with its state") {
+  auto tok = toktier::test::LoadTokenizer("llama3");
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
+  TempDir d;
+  std::chrono::system_clock::time_point now{std::chrono::hours(1000000)};
+  StoreOptions o;
+  o.path = d.db();
+  o.ttl = std::chrono::seconds(100);
+  o.clock = [&] { return now; };
+  auto make = [&](const std::string& text) {
+    auto st = std::make_shared<core::TokenState>();
+    core::Repairer::Reset(*tok, *st, text, true);
+    return st;
+  };
+  {
+    auto store = OpenOrFail(o);
+    store->Commit("a", make("first conversation"), 0, "tag-a1");
+    store->Commit("a", make("first conversation, longer"), 0, "tag-a2");  // replaces the tag
+    store->Commit("b", make("second conversation"), 0, "tag-b");
+    store->Commit("c", make("no tag"), 0);
+    store->Flush();
+  }
+  now += std::chrono::seconds(50);
+  {
+    auto store = OpenOrFail(o);
+    auto tags = Tags(*store);
+    CHECK(tags.size() == 2);
+    CHECK(tags.count("tag-a2") == 1);
+    CHECK(tags.count("tag-b") == 1);
+    CHECK(tags["tag-b"] == std::chrono::duration_cast<std::chrono::milliseconds>(
+                               (now - std::chrono::seconds(50)).time_since_epoch()).count());
+    store->Commit("b", make("second conversation, later"), 0, "tag-b2");
+    store->Flush();
+  }
+  now += std::chrono::seconds(60);  // a expired (110 s), b written 60 s ago
+  {
+    auto store = OpenOrFail(o);
+    auto tags = Tags(*store);
+    CHECK(tags.size() == 1);
+    CHECK(tags.count("tag-b2") == 1);
+  }
+}
+
+TEST_CASE("metas of format 1 (no tag) still load; tags are bounded") {
+  // A format-1 meta as written before tags existed.
+  const std::string k = "old-key";
+  std::string v;
+  auto u8 = [&](uint8_t x) { v.push_back(static_cast<char>(x)); };
+  auto u32 = [&](uint32_t x) { v.append(reinterpret_cast<const char*>(&x), 4); };
+  auto u64 = [&](uint64_t x) { v.append(reinterpret_cast<const char*>(&x), 8); };
+  u8('T'), u8('M'), u8(1), u8(1);
+  u32(3), u32(10), u32(40), u32(0);
+  u64(40), u64(123456), u64(0xabcdef);
+  u8(4);
+  v += "hash";
+  u64(XXH3_64bits_withSeed(v.data(), v.size(), format::ChainSeed(k)));
+  format::Meta m;
+  REQUIRE(format::DecodeMeta(k, v, &m));
+  CHECK(m.n_chunks == 3);
+  CHECK(m.n_text == 40);
+  CHECK(m.write_time_ms == 123456);
+  CHECK(m.version_hash == "hash");
+  CHECK(m.tag.empty());
+  // Format 2 round trip, tag cut at kMaxTag.
+  m.tag.assign(format::kMaxTag + 100, 'x');
+  format::Meta back;
+  REQUIRE(format::DecodeMeta(k, format::EncodeMeta(k, m), &back));
+  CHECK(back.tag.size() == format::kMaxTag);
+  CHECK(back.version_hash == "hash");
+  // A flipped byte in the tag fails the checksum.
+  std::string bad = format::EncodeMeta(k, m);
+  bad[bad.size() - 20] ^= 1;
+  CHECK(!format::DecodeMeta(k, bad, &back));
 }

@@ -11,8 +11,8 @@
 
 namespace toktier::test {
 
-TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("incremental unescaping of session prompts stays exact") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(TestConfig(engine));
   HttpClient client(p.port());
@@ -44,7 +44,7 @@ TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
     nlohmann::json j = {{"model", "qwen3"}, {"prompt", text}, {"max_tokens", 1}};
     std::string body = j.dump(-1, ' ', ascii);
     engine.ClearRequests();
-    auto r = client.Request("POST", "/v1/completions", body, {{"X-Session-Id", "issue4"}});
+    auto r = client.Request("POST", "/v1/completions", body, {{"X-Session-Id", "raw-prompt"}});
     REQUIRE(r.status == 200);
     auto reqs = engine.Requests();
     REQUIRE(reqs.size() == 1);
@@ -60,7 +60,7 @@ TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
       if (!half.empty() && static_cast<unsigned char>(half.back()) >= 0xC0) half.pop_back();
       std::string esc = nlohmann::json(half).dump();
       std::string bad = R"({"model":"qwen3","prompt":)" + esc.substr(0, esc.size() - 1) + R"(\q"})";
-      CHECK(client.Request("POST", "/v1/completions", bad, {{"X-Session-Id", "issue4"}}).status == 400);
+      CHECK(client.Request("POST", "/v1/completions", bad, {{"X-Session-Id", "raw-prompt"}}).status == 400);
     }
   }
   MESSAGE("checked " << steps << " session steps");
@@ -71,9 +71,8 @@ TEST_CASE("issue 4: incremental unescaping of session prompts stays exact") {
   std::string b1 = nlohmann::json({{"model", "qwen3"}, {"prompt", t1}}).dump();
   std::string b2 = nlohmann::json({{"model", "qwen3"}, {"prompt", t2}}).dump();
   HttpClient raw(p.port());
-  std::string out =
-      raw.Raw(RawCompletionRequest(b1, "X-Session-Id: issue4\r\n") + RawCompletionRequest(b2, "X-Session-Id: issue4\r\n"),
-              2000);
+  const std::string session = "X-Session-Id: raw-prompt\r\n";
+  std::string out = raw.Raw(RawCompletionRequest(b1, session) + RawCompletionRequest(b2, session), 2000);
   size_t first = out.find("HTTP/1.1 200");
   CHECK(first != std::string::npos);
   CHECK(out.find("HTTP/1.1 200", first + 1) != std::string::npos);

@@ -21,8 +21,8 @@ std::string LongPrompt(size_t bytes, const std::string& salt) {
 
 }  // namespace
 
-TEST_CASE("issue 13: long misses use the encode pool, exact IDs, counted; the GPU route is counted") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("long misses use the encode pool, exact IDs, counted; the GPU route is counted") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
   c.encode_threads = 2;
@@ -37,7 +37,7 @@ TEST_CASE("issue 13: long misses use the encode pool, exact IDs, counted; the GP
       // A new session each time (a miss), with and without a session header.
       const std::string prompt = LongPrompt(bytes, "case " + std::to_string(i++) + ":");
       std::map<std::string, std::string> headers;
-      if (i % 2) headers["X-Session-Id"] = "issue13-" + std::to_string(i);
+      if (i % 2) headers["X-Session-Id"] = "parallel-miss-" + std::to_string(i);
       auto r = client.Request("POST", "/v1/completions", CompletionBody(model, prompt), headers);
       REQUIRE(r.status == 200);
       auto reqs = engine.Requests();
@@ -59,8 +59,8 @@ TEST_CASE("issue 13: long misses use the encode pool, exact IDs, counted; the GP
   CHECK(MetricValue(m, "toktier_gpu_route_total{route=\"below_threshold\"}") == 2);
 }
 
-TEST_CASE("issue 13: encode.threads 1 keeps every miss on its worker; gpu.enabled false offers nothing") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("encode.threads 1 keeps every miss on its worker; gpu.enabled false offers nothing") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
   c.encode_threads = 1;

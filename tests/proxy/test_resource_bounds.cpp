@@ -161,8 +161,8 @@ TEST_CASE("bpe: long pieces merge exactly like the quadratic definition") {
   }
 }
 
-TEST_CASE("issue 9.9: a repeated-character prompt costs about what text costs, and its scratch memory goes back") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("a repeated-character prompt costs about what text costs, and its scratch memory goes back") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine(0, /*record=*/false);
   auto config = TestConfig(engine);
   config.shadow_sample_rate = 0;
@@ -196,8 +196,8 @@ TEST_CASE("issue 9.9: a repeated-character prompt costs about what text costs, a
   if (!kSanitizedBuild) CHECK(rss1 - rss0 <= (acc1 - acc0) + 48.0 * 1048576);
 }
 
-TEST_CASE("issue 9.9: small requests of other sessions are not held up by big prompts; a session stays in order") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("small requests of other sessions are not held up by big prompts; a session stays in order") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto config = TestConfig(engine);
   config.workers = 1;  // every session shares the one worker: head-of-line blocking is certain without a lane
@@ -303,8 +303,8 @@ TEST_CASE("issue 9.9: small requests of other sessions are not held up by big pr
   }
 }
 
-TEST_CASE("issue 9.10: everything kept per session stays within the memory budget, and RSS follows it") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("everything kept per session stays within the memory budget, and RSS follows it") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine(0, /*record=*/false);
   auto config = TestConfig(engine);
   config.memory_budget_bytes = size_t{64} << 20;
@@ -352,7 +352,7 @@ TEST_CASE("issue 9.10: everything kept per session stays within the memory budge
 // sampling goes on. Here the cap (16 MiB) holds three 1 MiB samples at once:
 // six samples in a row are all checked only if every verdict returns its bytes.
 TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns its bytes)") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine(0, /*record=*/false);
   auto config = TestConfig(engine);
   config.memory_budget_bytes = size_t{64} << 20;
@@ -370,12 +370,12 @@ TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns 
   }
 }
 
-TEST_CASE("issue 9.11: content-addressed sessions survive kill -9 and restart; new keys never name old states") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("content-addressed sessions survive kill -9 and restart; new keys never name old states") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto tok = LoadTokenizer("llama3");
   std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                              ("toktier_issue9_" + std::to_string(std::random_device{}()));
+                              ("toktier_resource_bounds_" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir);
   WriteServeConfig(engine, dir);
   // No session header anywhere. A: one conversation, two calls. C: another
@@ -428,8 +428,8 @@ TEST_CASE("issue 9.11: content-addressed sessions survive kill -9 and restart; n
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("issue 9.11: a prompt list without a session header is not counted as an explicit session") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("a prompt list without a session header is not counted as an explicit session") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(TestConfig(engine));
   HttpClient c(p.port());

@@ -42,7 +42,7 @@ void Put(Hot& cache, const std::string& piece, std::vector<uint32_t> ids) {
 
 }  // namespace
 
-TEST_CASE("issue 13: each way of a hot set answers for its own piece only") {
+TEST_CASE("each way of a hot set answers for its own piece only") {
   auto cache = std::make_unique<Hot>();
   const auto pieces = SameSet(" the", 4);
   Put(*cache, pieces[0], {11});
@@ -70,7 +70,7 @@ TEST_CASE("issue 13: each way of a hot set answers for its own piece only") {
   CHECK(cache->Find(KeyOf(pieces[3])) == nullptr);
 }
 
-TEST_CASE("issue 13: the length tells pieces apart that differ only by trailing NUL bytes") {
+TEST_CASE("the length tells pieces apart that differ only by trailing NUL bytes") {
   auto cache = std::make_unique<Hot>();
   Put(*cache, "a", {1});
   CHECK(cache->Find(KeyOf(std::string("a\0", 2))) == nullptr);
@@ -82,7 +82,7 @@ TEST_CASE("issue 13: the length tells pieces apart that differ only by trailing 
   CHECK(cache->Find(KeyOf(std::string("a\0", 2)))->ids[0] == 2);
 }
 
-TEST_CASE("issue 13: an empty cache finds nothing, the empty slots included") {
+TEST_CASE("an empty cache finds nothing, the empty slots included") {
   auto cache = std::make_unique<Hot>();
   // An empty slot has length 0 and zero words; no piece is empty.
   for (const std::string& p : std::vector<std::string>{"x", " ", std::string(1, '\0'), std::string(16, '\0'),

@@ -80,7 +80,7 @@ std::vector<std::string> BaseAlphabet() {
 
 }  // namespace
 
-TEST_CASE("issue 13: cutting at every accepted point equals the uncut reference (exhaustive)") {
+TEST_CASE("cutting at every accepted point equals the uncut reference (exhaustive)") {
   const std::vector<std::pair<std::string, std::string>> tokenizers = {
       {"llama3", "<|eot_id|>"},
       {"qwen3", "<|im_end|>"},
@@ -96,7 +96,7 @@ TEST_CASE("issue 13: cutting at every accepted point equals the uncut reference 
   opt.chunk_bytes = 1;
   for (const auto& [name, added] : tokenizers) {
     auto tok = toktier::test::LoadTokenizer(name);
-    if (!tok) continue;
+    REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
     std::vector<std::string> alphabet = BaseAlphabet();
     if (!added.empty()) alphabet.push_back(added);
     std::vector<std::string> texts;
@@ -145,7 +145,7 @@ bool SplitAtMatches(const core::TokenizerImpl& impl, std::string_view text, size
 
 }  // namespace
 
-TEST_CASE("issue 13: a region split decided from the bytes around it holds inside a long segment (exhaustive)") {
+TEST_CASE("a region split decided from the bytes around it holds inside a long segment (exhaustive)") {
   // IsRegionSplit sees only kRegionReach bytes either side of a point. Every
   // string up to 3 symbols (plus an added token per tokenizer) is put between
   // two fillers longer than that reach, so the window is a slice of a longer
@@ -174,7 +174,7 @@ TEST_CASE("issue 13: a region split decided from the bytes around it holds insid
   };
   for (const auto& [name, added] : tokenizers) {
     auto tok = toktier::test::LoadTokenizer(name);
-    if (!tok) continue;
+    REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
     const core::TokenizerImpl& impl = tok->impl();
     std::vector<std::string> alphabet = BaseAlphabet();
     if (!added.empty()) alphabet.push_back(added);
@@ -206,7 +206,7 @@ TEST_CASE("issue 13: a region split decided from the bytes around it holds insid
   }
 }
 
-TEST_CASE("issue 13: an added-token start that another occurrence straddles is not a region split") {
+TEST_CASE("an added-token start that another occurrence straddles is not a region split") {
   // Llama 3 with two added tokens that overlap ("zab", "abq"): in "zabq"
   // the scan matches "zab" at 0, so "abq" at 1 is no segment start, and
   // splitting there would match it. Every string up to 4 symbols over an
@@ -214,7 +214,7 @@ TEST_CASE("issue 13: an added-token start that another occurrence straddles is n
   // accepted point, must equal the generic path's encoding of the whole.
   const std::string path = toktier::test::TokenizerPath("llama3");
   auto json_text = path.empty() ? std::nullopt : toktier::test::ReadFile(path);
-  if (!json_text) return;
+  REQUIRE_MESSAGE(json_text.has_value(), "tokenizer files missing: run tools/dev.sh setup");
   nlohmann::json j = nlohmann::json::parse(*json_text);
   uint32_t next_id = 0;
   for (const auto& a : j["added_tokens"]) next_id = std::max<uint32_t>(next_id, a["id"].get<uint32_t>() + 1);
@@ -296,12 +296,12 @@ std::vector<std::string> LongTexts() {
 
 }  // namespace
 
-TEST_CASE("issue 13: long texts on 2 and 3 threads equal one thread") {
+TEST_CASE("long texts on 2 and 3 threads equal one thread") {
   const auto texts = LongTexts();
   REQUIRE(texts.size() >= 4);
   for (const std::string name : {"llama3", "qwen3", "tiktoken:o200k_base", "deepseek_v3", "tiktoken:cl100k_base"}) {
     auto tok = toktier::test::LoadTokenizer(name);
-    if (!tok) continue;
+    REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
     for (int threads : {2, 3}) {
       core::EncodePool pool(threads);
       for (size_t chunk : {size_t{0}, size_t{4096}}) {
@@ -334,13 +334,13 @@ TEST_CASE("issue 13: long texts on 2 and 3 threads equal one thread") {
   }
 }
 
-TEST_CASE("issue 13: the pool's group buffers, kept between runs, carry nothing into the next run") {
+TEST_CASE("the pool's group buffers, kept between runs, carry nothing into the next run") {
   // Runs of different sizes, group counts and sinks (ids only, ids + ends +
   // added spans) alternate on the same calling thread and pool; each must
   // equal its one-thread encoding, so nothing a longer earlier run left in
   // the kept buffers shows up.
   auto tok = toktier::test::LoadTokenizer("llama3");
-  if (!tok) return;
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
   const auto texts = LongTexts();
   core::EncodePool pool(2);
   core::EncodeOptions opt;
@@ -368,7 +368,7 @@ TEST_CASE("issue 13: the pool's group buffers, kept between runs, carry nothing 
   }
 }
 
-TEST_CASE("issue 13: the group buffers are the pool's: calling threads that share it, at once, get their own results") {
+TEST_CASE("the group buffers are the pool's: calling threads that share it, at once, get their own results") {
   // One pool, several calling threads encoding different texts at the same
   // time: one of them holds the pool (and its buffers) for a whole run,
   // including the appends after the groups; the others encode alone
@@ -377,7 +377,7 @@ TEST_CASE("issue 13: the group buffers are the pool's: calling threads that shar
   // outside the run is reported: releasing the pool right after the groups,
   // before the last appends, was.
   auto tok = toktier::test::LoadTokenizer("llama3");
-  if (!tok) return;
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
   const auto texts = LongTexts();
   REQUIRE(texts.size() >= 2);
   std::string added_text;
@@ -407,12 +407,12 @@ TEST_CASE("issue 13: the group buffers are the pool's: calling threads that shar
   CHECK(pooled.load() >= 1);
 }
 
-TEST_CASE("issue 13: the generic path and the one-thread path agree on the long texts") {
+TEST_CASE("the generic path and the one-thread path agree on the long texts") {
   // The single-thread plan cuts too (32 KiB chunks); the generic path does not.
   const auto texts = LongTexts();
   for (const std::string name : {"llama3", "qwen3", "tiktoken:o200k_base", "deepseek_v3"}) {
     auto tok = toktier::test::LoadTokenizer(name);
-    if (!tok) continue;
+    REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
     for (size_t i = 0; i < texts.size(); ++i) {
       CHECK_MESSAGE(EncodeWith(*tok, texts[i], false, nullptr) == EncodeGeneric(*tok, texts[i], false),
                     name << " text " << i);
@@ -420,7 +420,7 @@ TEST_CASE("issue 13: the generic path and the one-thread path agree on the long 
   }
 }
 
-TEST_CASE("issue 13: under Unicode forms, a window the forms leave as it is is tested unnormalized, as without them") {
+TEST_CASE("under Unicode forms, a window the forms leave as it is is tested unnormalized, as without them") {
   // IsContentBoundary tests the source window when the normalizer leaves
   // both sides of it unchanged. On text already in NFC, Qwen3's NFC is the
   // identity, so every cut it accepts must be one that the same tokenizer
@@ -428,7 +428,7 @@ TEST_CASE("issue 13: under Unicode forms, a window the forms leave as it is is t
   // NFC checks (split points, windows) hold everywhere, so the two agree.
   const std::string path = toktier::test::TokenizerPath("qwen3");
   auto json_text = path.empty() ? std::nullopt : toktier::test::ReadFile(path);
-  if (!json_text) return;
+  REQUIRE_MESSAGE(json_text.has_value(), "tokenizer files missing: run tools/dev.sh setup");
   auto nfc = toktier::test::LoadTokenizer("qwen3");
   nlohmann::json j = nlohmann::json::parse(*json_text);
   REQUIRE(!j["normalizer"].is_null());
@@ -470,9 +470,9 @@ TEST_CASE("issue 13: under Unicode forms, a window the forms leave as it is is t
   CHECK(accepted > 1000);
 }
 
-TEST_CASE("issue 13: a text with no cut point is one chunk, reported") {
+TEST_CASE("a text with no cut point is one chunk, reported") {
   auto tok = toktier::test::LoadTokenizer("llama3");
-  if (!tok) return;
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
   core::EncodePool pool(2);
   core::EncodeOptions opt;
   opt.pool = &pool;
@@ -484,7 +484,7 @@ TEST_CASE("issue 13: a text with no cut point is one chunk, reported") {
   CHECK(par == EncodeWith(*tok, piece, false, nullptr));
 }
 
-TEST_CASE("issue 13: the pool runs every task once and refuses a second concurrent run") {
+TEST_CASE("the pool runs every task once and refuses a second concurrent run") {
   core::EncodePool pool(3);
   CHECK(pool.threads() == 3);
   for (int round = 0; round < 200; ++round) {
@@ -492,6 +492,10 @@ TEST_CASE("issue 13: the pool runs every task once and refuses a second concurre
     REQUIRE(pool.Run(hits.size(), [&](size_t i) { hits[i].fetch_add(1); }));
     for (auto& h : hits) REQUIRE(h.load() == 1);
   }
+  // Loaded before the second thread starts, so that a missing file fails
+  // the case here and not while that thread holds the pool.
+  auto tok = toktier::test::LoadTokenizer("llama3");
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
   std::atomic<bool> inside{false}, release{false};
   std::thread first([&] {
     CHECK(pool.Run(1, [&](size_t) {
@@ -502,7 +506,7 @@ TEST_CASE("issue 13: the pool runs every task once and refuses a second concurre
   while (!inside) std::this_thread::yield();
   CHECK_FALSE(pool.Run(1, [](size_t) {}));
   // A tokenization meanwhile runs alone and says so.
-  if (auto tok = toktier::test::LoadTokenizer("llama3")) {
+  {
     core::EncodeOptions opt;
     opt.pool = &pool;
     std::string text;

@@ -58,9 +58,9 @@ struct GuardedProxy {
 
 }  // namespace
 
-TEST_CASE("issue 11: the guard compares the engine's chat rendering with ours and switches a differing model to "
+TEST_CASE("the guard compares the engine's chat rendering with ours and switches a differing model to "
           "text") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   const std::vector<uint32_t> reference = ReferenceCanaryIds();
   const ojson msgs = {{{"role", "user"}, {"content", "hi"}}};
 

@@ -86,13 +86,13 @@ void Run(const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("issue 14: HostReset == Repairer::Reset, Llama 3") { Run("llama3"); }
-TEST_CASE("issue 14: HostReset == Repairer::Reset, Qwen3") { Run("qwen3"); }
-TEST_CASE("issue 14: HostReset == Repairer::Reset, o200k") { Run("tiktoken:o200k_base"); }
-TEST_CASE("issue 14: HostReset == Repairer::Reset, DeepSeek-V3") { Run("deepseek_v3"); }
-TEST_CASE("issue 14: HostReset == Repairer::Reset, cl100k (tiktoken)") { Run("tiktoken:cl100k_base"); }
+TEST_CASE("HostReset == Repairer::Reset, Llama 3") { Run("llama3"); }
+TEST_CASE("HostReset == Repairer::Reset, Qwen3") { Run("qwen3"); }
+TEST_CASE("HostReset == Repairer::Reset, o200k") { Run("tiktoken:o200k_base"); }
+TEST_CASE("HostReset == Repairer::Reset, DeepSeek-V3") { Run("deepseek_v3"); }
+TEST_CASE("HostReset == Repairer::Reset, cl100k (tiktoken)") { Run("tiktoken:cl100k_base"); }
 
-TEST_CASE("issue 14: the device class table is core's class of every code point") {
+TEST_CASE("the device class table is core's class of every code point") {
   const core::DeviceClassTable t = core::ExportDeviceClassTable();
   REQUIRE(t.block_of.size() == 0x1100);
   size_t diffs = 0;
@@ -104,7 +104,7 @@ TEST_CASE("issue 14: the device class table is core's class of every code point"
   MESSAGE((t.blocks.size() / 256) << " distinct blocks");
 }
 
-TEST_CASE("issue 14: the exported merge table is the whole of core's") {
+TEST_CASE("the exported merge table is the whole of core's") {
   for (const char* name : {"llama3", "qwen3", "tiktoken:o200k_base", "deepseek_v3"}) {
     auto tok = toktier::gpu_test::Tokenizer(name);
     if (!tok) continue;

@@ -54,7 +54,7 @@ std::vector<uint32_t> Encode(const core::Tokenizer& tok, const std::string& text
 
 }  // namespace
 
-TEST_CASE("issue 11: token IDs decode exactly as the reference decoders, whole and streamed in any split") {
+TEST_CASE("token IDs decode exactly as the reference decoders, whole and streamed in any split") {
   const std::vector<std::string> texts = {
       "def main():\n    print(\"Hello, world!\")\n",
       "Grüße aus Köln — naïve café, 東京タワー, 🙂🚀 and a zero\u200bwidth space.",
@@ -65,7 +65,7 @@ TEST_CASE("issue 11: token IDs decode exactly as the reference decoders, whole a
   for (const std::string name : {"llama3_1", "qwen3", "deepseek_v3", "gptoss", "gpt4o", "tiktoken:cl100k_base",
                                  "tiktoken:o200k_base"}) {
     auto tok = LoadTokenizer(name);
-    if (!tok) continue;
+    REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
     INFO(name);
     REQUIRE(tok->DecodesByConcatenation());
     std::vector<uint32_t> specials;
@@ -120,9 +120,9 @@ TEST_CASE("issue 11: token IDs decode exactly as the reference decoders, whole a
   MESSAGE(sequences << " ID sequences decoded equal to the reference");
 }
 
-TEST_CASE("issue 11: stop strings end the decoded text before the stop (or after it), also when split across IDs") {
+TEST_CASE("stop strings end the decoded text before the stop (or after it), also when split across IDs") {
   auto tok = LoadTokenizer("qwen3");
-  if (!tok) return;
+  REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
   const std::vector<uint32_t> ids = Encode(*tok, "Hello wörld. STOP here, and more STOP");
   std::mt19937 rng(7);
   for (int k = 0; k < 20; ++k) {
@@ -155,7 +155,7 @@ TEST_CASE("issue 11: stop strings end the decoded text before the stop (or after
   CHECK(none.empty());
 }
 
-TEST_CASE("issue 11: invalid and incomplete UTF-8 becomes U+FFFD per maximal subpart, as the reference writes it") {
+TEST_CASE("invalid and incomplete UTF-8 becomes U+FFFD per maximal subpart, as the reference writes it") {
   auto lossy = [](std::string_view b, bool final) {
     std::string out;
     size_t used = proxy::AppendUtf8Lossy(b, final, &out);
@@ -171,9 +171,9 @@ TEST_CASE("issue 11: invalid and incomplete UTF-8 becomes U+FFFD per maximal sub
   CHECK(lossy("\xF4\x90\x80\x80", true).first == r + r + r + r);                        // above U+10FFFF
 }
 
-TEST_CASE("issue 11: vllm mode answers come back in the chat format (reasoning, tool calls, stop, usage, stream) "
+TEST_CASE("vllm mode answers come back in the chat format (reasoning, tool calls, stop, usage, stream) "
           "and parse with the openai client") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   auto qwen = LoadTokenizer("qwen3");
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
@@ -273,14 +273,14 @@ TEST_CASE("issue 11: vllm mode answers come back in the chat format (reasoning, 
   CHECK(MetricValue(metrics, R"(toktier_requests_total{endpoint="chat",outcome="ok"})") >= 3);
 }
 
-TEST_CASE("issue 11: vllm mode needs a vocabulary that decodes by concatenation; logit_bias is relayed") {
+TEST_CASE("vllm mode needs a vocabulary that decodes by concatenation; logit_bias is relayed") {
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
   c.chat_forward = "vllm";
   proxy::ModelConfig gemma;
   gemma.name = "gemma3";
   gemma.tokenizer = TokenizerPath("gemma3");
-  if (!LoadTokenizer("gemma3") || !TokenizersPresent()) return;
+  REQUIRE_MESSAGE((LoadTokenizer("gemma3") && TokenizersPresent()), "tokenizer files missing: run tools/dev.sh setup");
   proxy::Config with_gemma = c;
   with_gemma.models.push_back(gemma);
   proxy::Server server(with_gemma);

@@ -78,9 +78,9 @@ std::vector<std::vector<ojson>> Conversations(size_t sessions, size_t max_calls,
 
 }  // namespace
 
-TEST_CASE("issue 11: every turn of replayed conversations reaches the engine as the reference tokenization of the "
+TEST_CASE("every turn of replayed conversations reaches the engine as the reference tokenization of the "
           "reference rendering, in each chat_forward mode") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   auto convs = Conversations(2, 8, 80000);
   if (convs.empty()) {
     MESSAGE("shared workloads missing: skipping");
@@ -167,9 +167,9 @@ TEST_CASE("issue 11: every turn of replayed conversations reaches the engine as 
   MESSAGE(turns << " turns x 4 modes, every one equal to the reference");
 }
 
-TEST_CASE("issue 11: completions-mode answers translate back to chat (tool calls, reasoning, streaming) and parse "
+TEST_CASE("completions-mode answers translate back to chat (tool calls, reasoning, streaming) and parse "
           "with the openai client") {
-  if (!TokenizersPresent()) return;
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(ChatConfig(engine, "completions"));
   HttpClient client(p.port());
@@ -223,8 +223,8 @@ TEST_CASE("issue 11: completions-mode answers translate back to chat (tool calls
   CHECK(streamed["tool_calls"][0]["arguments"] == plain["tool_calls"][0]["arguments"]);
 }
 
-TEST_CASE("issue 11: chat requests that cannot take the token path are relayed unchanged and counted") {
-  if (!TokenizersPresent()) return;
+TEST_CASE("chat requests that cannot take the token path are relayed unchanged and counted") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(ChatConfig(engine, "completions"));
   HttpClient client(p.port());

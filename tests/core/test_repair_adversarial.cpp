@@ -73,9 +73,9 @@ std::optional<Subject> Shipped(const std::string& name) {
   s.name = name;
   s.path = toktier::test::TokenizerPath(name);
   auto bytes = toktier::test::ReadFile(s.path);
-  if (!bytes) return std::nullopt;
+  REQUIRE_MESSAGE(bytes.has_value(), "tokenizer files missing: run tools/dev.sh setup (no " << s.path << ")");
   s.tok = toktier::test::LoadTokenizer(name);
-  if (!s.tok) return std::nullopt;
+  REQUIRE(s.tok);
   s.specials = SpecialStrings(nlohmann::json::parse(*bytes), 10);
   return s;
 }
@@ -83,7 +83,7 @@ std::optional<Subject> Shipped(const std::string& name) {
 std::optional<Subject> Synthetic(const nlohmann::json& j, const std::string& name) {
   Subject s;
   s.name = name;
-  s.path = (std::filesystem::temp_directory_path() / ("toktier_issue15_" + name + ".json")).string();
+  s.path = (std::filesystem::temp_directory_path() / ("toktier_repair_adversarial_" + name + ".json")).string();
   s.temp_file = true;
   std::string text = j.dump();
   std::ofstream(s.path) << text;
@@ -299,7 +299,8 @@ void Report(const char* what, const CampaignResult& r) {
 
 std::optional<nlohmann::json> BaseJson(const std::string& name) {
   auto bytes = toktier::test::ReadFile(toktier::test::TokenizerPath(name));
-  if (!bytes) return std::nullopt;
+  REQUIRE_MESSAGE(bytes.has_value(),
+                  "tokenizer files missing: run tools/dev.sh setup (no " << toktier::test::TokenizerPath(name) << ")");
   return nlohmann::json::parse(*bytes);
 }
 
@@ -333,12 +334,9 @@ nlohmann::json ByteLevelGpt2() {
 
 }  // namespace
 
-TEST_CASE("issue 15: Llama 2, an append after </s> and U+2028 does not keep the next segment's prefix token") {
+TEST_CASE("Llama 2, an append after </s> and U+2028 does not keep the next segment's prefix token") {
   auto s = Shipped("llama2");
-  if (!s) {
-    MESSAGE("skipped: llama2 tokenizer missing");
-    return;
-  }
+  REQUIRE_MESSAGE(s, "tokenizer files missing: run tools/dev.sh setup");
   // The second segment's Metaspace-style prefix "▁" stands alone before the
   // byte-fallback tokens of U+2028, so it ends where </s> ends (offset 20).
   auto outcomes = CheckSequence(*s, {"plain text then </s>\xE2\x80\xA8",
@@ -348,12 +346,9 @@ TEST_CASE("issue 15: Llama 2, an append after </s> and U+2028 does not keep the 
   CHECK(outcomes[1].sync_point == 20);
 }
 
-TEST_CASE("issue 15: NFKC before a ByteLevel pre-tokenizer, U+2000 before the seam") {
+TEST_CASE("NFKC before a ByteLevel pre-tokenizer, U+2000 before the seam") {
   auto base = BaseJson("llama3");
-  if (!base) {
-    MESSAGE("skipped: llama3 tokenizer missing");
-    return;
-  }
+  REQUIRE_MESSAGE(base, "tokenizer files missing: run tools/dev.sh setup");
   (*base)["normalizer"] = {{"type", "NFKC"}};
   (*base)["pre_tokenizer"] = ByteLevelGpt2();
   auto s = Synthetic(*base, "nfkc_gpt2");
@@ -374,7 +369,7 @@ TEST_CASE("issue 15: NFKC before a ByteLevel pre-tokenizer, U+2000 before the se
   RemoveTemp(*chain);
 }
 
-TEST_CASE("issue 15: adversarial edit campaign over the shipped tokenizers") {
+TEST_CASE("adversarial edit campaign over the shipped tokenizers") {
   const std::vector<std::string> names = {"llama3",     "llama3_1",  "qwen3",     "deepseek_v3",
                                           "gptoss",     "gpt4o",     "gpt35turbo", "llama2",
                                           "gemma3",     "tiktoken:cl100k_base", "tiktoken:o200k_base",
@@ -384,22 +379,19 @@ TEST_CASE("issue 15: adversarial edit campaign over the shipped tokenizers") {
   uint64_t seed = 15000;
   for (const auto& name : names) {
     auto s = Shipped(name);
-    if (!s) continue;
+    REQUIRE_MESSAGE(s, "tokenizer files missing: run tools/dev.sh setup");
     for (bool special : {true, false}) RunCampaign(*s, special, steps, ++seed, 1200, total);
   }
   Report("shipped tokenizers", total);
   CHECK(total.divergences == 0);
 }
 
-TEST_CASE("issue 15: adversarial edit campaign over every normalizer with every pre-tokenizer") {
+TEST_CASE("adversarial edit campaign over every normalizer with every pre-tokenizer") {
   auto llama3 = BaseJson("llama3");
   auto qwen3 = BaseJson("qwen3");
   auto deepseek = BaseJson("deepseek_v3");
   auto llama2 = BaseJson("llama2");
-  if (!llama3 || !qwen3 || !deepseek || !llama2) {
-    MESSAGE("skipped: tokenizer files missing");
-    return;
-  }
+  REQUIRE_MESSAGE((llama3 && qwen3 && deepseek && llama2), "tokenizer files missing: run tools/dev.sh setup");
   using nlohmann::json;
   auto replace = [](const char* pat, const char* content) {
     return json{{"type", "Replace"}, {"pattern", {{"String", pat}}}, {"content", content}};

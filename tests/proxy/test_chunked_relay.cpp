@@ -23,7 +23,7 @@ size_t Count(const std::string& s, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("issue 10: a backend's last chunk arriving on its own ends the client's chunked response exactly once") {
+TEST_CASE("a backend's last chunk arriving on its own ends the client's chunked response exactly once") {
   MockEngine engine;
   engine.mode = MockMode::kStream;
   engine.stream_events = 3;
