@@ -326,7 +326,8 @@ EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, const std::string& r
     return local ? EngineIds::kNoVerdict : EngineIds::kUnavailable;
   }
   nlohmann::json j;
-  if (ParseBoundedJson(body, kDefaultJsonMaxDepth, &j) != JsonParseOutcome::kOk || !j.is_object() || !j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty()) {
+  if (ParseBoundedJson(body, kDefaultJsonMaxDepth, &j) != JsonParseOutcome::kOk || !j.is_object() ||
+      !j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty()) {
     return EngineIds::kUnavailable;
   }
   ids->clear();

@@ -148,9 +148,8 @@ bool CheckConfig(const Config& c, std::string* summary, std::string* error) {
       return false;
     }
   }
-  if (c.json_max_depth < kMinJsonMaxDepth || c.json_max_depth > kMaxJsonMaxDepth) {
-    *error = "limits.json_max_depth: must be within [" + std::to_string(kMinJsonMaxDepth) + ", " +
-             std::to_string(kMaxJsonMaxDepth) + "] (the template renderer recurses once per level)";
+  if (std::string why = JsonMaxDepthProblem(c.json_max_depth); !why.empty()) {
+    *error = std::move(why);
     return false;
   }
   if (c.large_workers < 0) {

@@ -34,6 +34,12 @@ bool JsonNestingExceeds(std::string_view text, size_t max_depth) {
   return false;
 }
 
+std::string JsonMaxDepthProblem(size_t max_depth) {
+  if (max_depth >= kMinJsonMaxDepth && max_depth <= kMaxJsonMaxDepth) return "";
+  return "limits.json_max_depth: must be within [" + std::to_string(kMinJsonMaxDepth) + ", " +
+         std::to_string(kMaxJsonMaxDepth) + "] (the template renderer recurses once per level)";
+}
+
 std::string TooDeepMessage(size_t max_depth) {
   return "The request body nests arrays and objects more than " + std::to_string(max_depth) +
          " levels deep (limits.json_max_depth).";

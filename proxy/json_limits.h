@@ -28,6 +28,10 @@ inline constexpr size_t kDefaultJsonMaxDepth = 128;
 inline constexpr size_t kMinJsonMaxDepth = 16;
 inline constexpr size_t kMaxJsonMaxDepth = 256;
 
+// Why `max_depth` cannot be limits.json_max_depth ("" when it can): outside
+// [kMinJsonMaxDepth, kMaxJsonMaxDepth]. --check-config and Server::Start both ask.
+std::string JsonMaxDepthProblem(size_t max_depth);
+
 // True when arrays and objects in `text` nest deeper than `max_depth` (the
 // top-level object is depth 1). Brackets inside strings do not count;
 // escapes are followed. The text need not be valid JSON: for valid JSON the

@@ -107,9 +107,8 @@ bool Server::Start(std::string* error) {
   Impl& s = *impl_;
   // The one bound --check-config reports that a running proxy relies on for
   // its stacks (proxy/json_limits.h): checked here too.
-  if (s.config.json_max_depth < kMinJsonMaxDepth || s.config.json_max_depth > kMaxJsonMaxDepth) {
-    *error = "limits.json_max_depth must be within [" + std::to_string(kMinJsonMaxDepth) + ", " +
-             std::to_string(kMaxJsonMaxDepth) + "]";
+  if (std::string why = JsonMaxDepthProblem(s.config.json_max_depth); !why.empty()) {
+    *error = std::move(why);
     return false;
   }
   if (!s.service.Init(error)) return false;

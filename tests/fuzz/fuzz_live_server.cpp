@@ -99,15 +99,17 @@ void Probe() {
 
 }  // namespace
 
-// ASan's redzones make frames about twice as large: twice the stack there.
+// ASan's redzones make frames about twice as large: twice the stack there
+// (g++ says so with __SANITIZE_*, clang with __has_feature).
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr size_t kThreadStackBytes = size_t{2} << 20;
+#define FUZZ_SANITIZED 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr size_t kThreadStackBytes = size_t{2} << 20;
-#else
-constexpr size_t kThreadStackBytes = size_t{1} << 20;
+#define FUZZ_SANITIZED 1
 #endif
+#endif
+#ifdef FUZZ_SANITIZED
+constexpr size_t kThreadStackBytes = size_t{2} << 20;
 #else
 constexpr size_t kThreadStackBytes = size_t{1} << 20;
 #endif

@@ -6,6 +6,7 @@
 // engine's answers and the model's tool-call text are bounded the same way.
 #include <doctest/doctest.h>
 
+#include <functional>
 #include <random>
 #include <string>
 
