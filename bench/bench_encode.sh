@@ -52,10 +52,10 @@ else
   PIN_CPU=none
 fi
 if [ -z "${TOKTIER_BIN:-}" ]; then
-  if [ ! -x build/release/proxy/toktier ]; then
+  if [ ! -x build/release/cli/toktier ]; then
     cmake --preset release >/dev/null && cmake --build build/release --target toktier >/dev/null
   fi
-  TOKTIER_BIN=build/release/proxy/toktier
+  TOKTIER_BIN=build/release/cli/toktier
 fi
 command -v node >/dev/null || { echo "bench_encode.sh: node is required" >&2; exit 2; }
 NM=tools/node_modules

@@ -7,7 +7,7 @@
 #   bench/bench_repair.sh            (TOKTIER_BIN=... to use another binary)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${TOKTIER_BIN:-$root/build/release/proxy/toktier}"
+bin="${TOKTIER_BIN:-$root/build/release/cli/toktier}"
 work="${TOKTIER_WORKLOADS:-$root/../shared/workloads}"
 out_md="${OUT_MD:-$root/docs/bench/repair.md}"
 appends="${APPENDS:-300}"

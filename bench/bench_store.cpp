@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
   {
     store::StoreOptions o;
     o.path = dir + "/delta";
-    store::StoreStatus ss;
+    core::Status ss;
     auto s = store::StateStore::Open(o, &ss);
     if (!s) {
       fprintf(stderr, "%s\n", ss.message().c_str());
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
     o.memory_budget_bytes = 256 << 20;
     o.write_queue_capacity = 1 << 16;
     o.write_queue_max_bytes = size_t{1} << 30;
-    store::StoreStatus ss;
+    core::Status ss;
     auto s = store::StateStore::Open(o, &ss);
     if (!s) return 1;
     uint64_t commits = 0, logical = 0;
@@ -229,7 +229,7 @@ int main(int argc, char** argv) {
   {
     store::StoreOptions o;
     o.path = dir + "/fill";
-    store::StoreStatus ss;
+    core::Status ss;
     auto t0 = Clock::now();
     auto s = store::StateStore::Open(o, &ss);
     double open_s = Secs(t0, Clock::now());

@@ -9,7 +9,7 @@
 // every turn's IDs from the two proxies must be equal (checked before any
 // figure is reported).
 //
-//   node bench/chat_repair.mjs --toktier build/release/proxy/toktier --conversation FILE.json
+//   node bench/chat_repair.mjs --toktier build/release/cli/toktier --conversation FILE.json
 //        [--contexts 100000,1000000] [--turns 30]
 //
 // FILE.json: [{role, content}, ...] (bench/chat_repair.sh makes it from the
@@ -89,9 +89,13 @@ await new Promise((r) => engine.listen(0, "127.0.0.1", r));
 const enginePort = engine.address().port;
 
 async function startProxy(extra) {
-  const p = spawn(toktier, ["serve", "--port", "0", "--backends", `http://127.0.0.1:${enginePort}`,
-                            "--data-dir", "", "--chat-forward", "sglang", "--shadow-sample-rate", "0", ...extra],
-                  {stdio: ["ignore", "ignore", "pipe"]});
+  // The models of tools/dev-models.json, whose tokenizer paths are relative
+  // to the source tree.
+  const root = new URL("..", import.meta.url).pathname;
+  const p = spawn(toktier, ["serve", "--config", `${root}tools/dev-models.json`, "--port", "0", "--backends",
+                            `http://127.0.0.1:${enginePort}`, "--data-dir", "", "--chat-forward", "sglang",
+                            "--shadow-sample-rate", "0", ...extra],
+                  {stdio: ["ignore", "ignore", "pipe"], cwd: root});
   let log = "";
   const port = await new Promise((resolve, reject) => {
     p.stderr.on("data", (c) => {

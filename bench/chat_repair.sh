@@ -37,5 +37,5 @@ for (const f of fs.readdirSync(dir).sort()) {
 fs.writeFileSync(process.argv[2], JSON.stringify(messages));
 ' "$ROOT/../shared/workloads/mini-swe-agent/chatml" "$work/conversation.json"
 mkdir -p "$(dirname "$OUT")"
-node "$ROOT/bench/chat_repair.mjs" --toktier "$BUILD/proxy/toktier" --conversation "$work/conversation.json" "$@" \
+node "$ROOT/bench/chat_repair.mjs" --toktier "$BUILD/cli/toktier" --conversation "$work/conversation.json" "$@" \
   | tee "$OUT"

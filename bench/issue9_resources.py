@@ -53,7 +53,7 @@ def main():
     cfg.update(json.loads(a.extra))
     cf = os.path.join(data, "cfg.json"); json.dump(cfg, open(cf, "w"))
     eng = subprocess.Popen([os.path.join(a.build, "tests/proxy/toktier_mock_engine"), str(ep)], stderr=subprocess.DEVNULL)
-    cmd = [os.path.join(a.build, "proxy/toktier"), "serve", "--config", cf]
+    cmd = [os.path.join(a.build, "cli/toktier"), "serve", "--config", cf]
     px = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
     if a.perf:
         perf = subprocess.Popen(["perf", "record", "-g", "-o", a.perf, "-p", str(px.pid)], stderr=subprocess.DEVNULL)

@@ -79,9 +79,8 @@
 
 #include "http_client.h"
 #include "mock_engine.h"
-#include "proxy/percentile.h"
-#include "proxy/session_file.h"
-#include "proxy/tokenizer_files.h"
+#include "cli/cli.h"
+#include "proxy/server.h"
 
 #ifndef TOKTIER_BINARY
 #define TOKTIER_BINARY "toktier"
@@ -630,10 +629,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> histories, appends;
   for (const auto& f : files) {
     std::vector<toktier::cli::SessionCall> calls;
-    std::string err;
-    if (!toktier::cli::ReadSessionCalls(f, &calls, &err)) continue;
+    if (!toktier::cli::ReadSessionCalls(f, &calls).ok()) continue;
     std::vector<std::string> prompts;
-    if (toktier::cli::ReadSessionPrompts(f, &prompts, &err) && !prompts.empty()) histories.push_back(prompts.back());
+    if (toktier::cli::ReadSessionPrompts(f, &prompts).ok() && !prompts.empty()) histories.push_back(prompts.back());
     for (size_t i = 1; i < calls.size(); ++i)
       if (calls[i].append.size() >= 200 && calls[i].append.size() <= 4000) appends.push_back(JsonEscape(calls[i].append));
   }
@@ -645,10 +643,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "loadgen: tokenizer %s not found (set --tokenizer)\n", tokenizer.c_str());
     return 2;
   }
-  std::string tok_error;
-  std::shared_ptr<const toktier::core::Tokenizer> tok = toktier::cli::LoadTokenizerFile(tokenizer, "", &tok_error);
-  if (!tok) {
-    std::fprintf(stderr, "loadgen: %s\n", tok_error.c_str());
+  std::shared_ptr<const toktier::core::Tokenizer> tok;
+  if (toktier::core::Status st = toktier::proxy::LoadTokenizerFile(tokenizer, "", &tok); !st.ok()) {
+    std::fprintf(stderr, "loadgen: %s\n", st.message().c_str());
     return 2;
   }
   if (access(toktier_bin.c_str(), X_OK) != 0) {

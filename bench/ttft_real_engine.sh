@@ -43,8 +43,8 @@ for name in direct behind; do
   ports+=("$p")
 done
 pport=$(free_port)
-"$BUILD/proxy/toktier" serve --port "$pport" --backends "http://127.0.0.1:${ports[1]}" --data-dir "" \
-  2>"$work/proxy.log" &
+(cd "$ROOT" && exec "$BUILD/cli/toktier" serve --config tools/dev-models.json --port "$pport" \
+  --backends "http://127.0.0.1:${ports[1]}" --data-dir "" 2>"$work/proxy.log") &
 pids+=($!)
 for p in "${ports[0]}" "${ports[1]}" "$pport"; do
   for _ in $(seq 300); do curl -sf "http://127.0.0.1:$p/health" >/dev/null 2>&1 && break;

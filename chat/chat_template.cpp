@@ -9,21 +9,6 @@
 
 namespace toktier::chat {
 
-const char* CodeName(Status::Code code) {
-  switch (code) {
-    case Status::Code::kOk: return "ok";
-    case Status::Code::kSyntaxError: return "syntax error";
-    case Status::Code::kRenderError: return "render error";
-    case Status::Code::kRaised: return "raise_exception";
-    case Status::Code::kUnsupported: return "unsupported";
-    case Status::Code::kLimitExceeded: return "limit exceeded";
-    case Status::Code::kInvalidArgument: return "invalid argument";
-  }
-  return "?";
-}
-
-std::string Status::ToString() const { return ok() ? "ok" : std::string(CodeName(code_)) + ": " + message_; }
-
 struct ChatTemplate::Impl {
   NodePtr program;
 };
@@ -42,12 +27,12 @@ Status Guarded(F&& body) {
   } catch (const RenderFailure& f) {
     return Status::Error(f.code, f.message);
   } catch (const std::bad_alloc&) {
-    return Status::Error(Status::Code::kLimitExceeded, "out of memory");
+    return Status::Error(StatusCode::kLimitExceeded, "out of memory");
   } catch (const std::exception& e) {
-    return Status::Error(Status::Code::kRenderError, e.what());
+    return Status::Error(StatusCode::kRenderError, e.what());
   } catch (...) {
     // break/continue outside a loop: the reference fails the same way.
-    return Status::Error(Status::Code::kRenderError, "break or continue outside a loop");
+    return Status::Error(StatusCode::kRenderError, "break or continue outside a loop");
   }
 }
 
@@ -56,7 +41,7 @@ Status Guarded(F&& body) {
 Status ChatTemplate::Compile(std::string_view source, const TemplateOptions& options, std::unique_ptr<ChatTemplate>* out) {
   out->reset();
   if (source.size() > options.max_source_bytes) {
-    return Status::Error(Status::Code::kLimitExceeded, "template over " + std::to_string(options.max_source_bytes) + " bytes");
+    return Status::Error(StatusCode::kLimitExceeded, "template over " + std::to_string(options.max_source_bytes) + " bytes");
   }
   auto impl = std::make_unique<Impl>();
   Status s = Guarded([&] { impl->program = Parse(Tokenize(source, options), options.max_parse_depth); });
@@ -65,7 +50,7 @@ Status ChatTemplate::Compile(std::string_view source, const TemplateOptions& opt
 }
 
 Status ChatTemplate::Render(const nlohmann::ordered_json& inputs, const RenderOptions& options, std::string* out) const {
-  if (!inputs.is_object()) return Status::Error(Status::Code::kInvalidArgument, "inputs must be a JSON object");
+  if (!inputs.is_object()) return Status::Error(StatusCode::kInvalidArgument, "inputs must be a JSON object");
   return Guarded([&] {
     Interpreter interpreter(options);
     *out = interpreter.Run(*impl_->program, inputs);
@@ -91,10 +76,10 @@ const nlohmann::ordered_json* TokenString(const nlohmann::ordered_json& config, 
 
 Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::ordered_json& tokenizer_config,
                        nlohmann::ordered_json* inputs) {
-  if (!request.is_object()) return Status::Error(Status::Code::kInvalidArgument, "the request must be a JSON object");
+  if (!request.is_object()) return Status::Error(StatusCode::kInvalidArgument, "the request must be a JSON object");
   auto messages = request.find("messages");
   if (messages == request.end() || !messages->is_array()) {
-    return Status::Error(Status::Code::kInvalidArgument, "the request has no \"messages\" array");
+    return Status::Error(StatusCode::kInvalidArgument, "the request has no \"messages\" array");
   }
   nlohmann::ordered_json in = nlohmann::ordered_json::object();
   in["messages"] = *messages;
@@ -105,7 +90,7 @@ Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::or
   in["documents"] = nullptr;
   auto agp = request.find("add_generation_prompt");
   if (agp != request.end()) {
-    if (!agp->is_boolean()) return Status::Error(Status::Code::kInvalidArgument, "add_generation_prompt must be a boolean");
+    if (!agp->is_boolean()) return Status::Error(StatusCode::kInvalidArgument, "add_generation_prompt must be a boolean");
     in["add_generation_prompt"] = *agp;
   }
   for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
@@ -113,7 +98,7 @@ Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::or
   }
   auto kwargs = request.find("chat_template_kwargs");
   if (kwargs != request.end() && !kwargs->is_null()) {
-    if (!kwargs->is_object()) return Status::Error(Status::Code::kInvalidArgument, "chat_template_kwargs must be an object");
+    if (!kwargs->is_object()) return Status::Error(StatusCode::kInvalidArgument, "chat_template_kwargs must be an object");
     for (const auto& [k, v] : kwargs->items()) in[k] = v;
   }
   *inputs = std::move(in);

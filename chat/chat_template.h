@@ -20,35 +20,19 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/core.h"  // core::Status
+
 namespace toktier::chat {
 
-class Status {
- public:
-  enum class Code {
-    kOk,
-    kSyntaxError,     // the template does not parse
-    kRenderError,     // evaluation failed the way the reference fails (type errors, unknown filter...)
-    kRaised,          // the template called raise_exception(message)
-    kUnsupported,     // a feature the reference has and this renderer does not: never a different prompt
-    kLimitExceeded,   // output size, loop iterations or nesting depth over the configured bound
-    kInvalidArgument  // bad inputs (e.g. not a JSON object)
-  };
-  Status() = default;
-  static Status Ok() { return {}; }
-  static Status Error(Code code, std::string message) { return Status(code, std::move(message)); }
-
-  bool ok() const { return code_ == Code::kOk; }
-  Code code() const { return code_; }
-  const std::string& message() const { return message_; }
-  std::string ToString() const;  // "<code name>: <message>"
-
- private:
-  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
-  Code code_ = Code::kOk;
-  std::string message_;
-};
-
-const char* CodeName(Status::Code code);
+// Errors are core::Status values (core/core.h) with the renderer's codes:
+// kSyntaxError (the template does not parse), kRenderError (evaluation
+// failed the way the reference fails: type errors, unknown filter...),
+// kRaised (raise_exception(message)), kUnsupported (a feature the reference
+// has and this renderer does not: never a different prompt), kLimitExceeded
+// (output size, loop iterations or nesting depth over the configured bound),
+// kInvalidArgument (bad inputs, e.g. not a JSON object).
+using core::Status;
+using core::StatusCode;
 
 struct TemplateOptions {
   // transformers and transformers.js compile chat templates with both on: a

@@ -10,17 +10,17 @@
 namespace toktier::chat {
 
 struct RenderFailure {
-  Status::Code code;
+  StatusCode code;
   std::string message;
 };
 
-[[noreturn]] inline void Fail(Status::Code code, std::string message) {
+[[noreturn]] inline void Fail(StatusCode code, std::string message) {
   throw RenderFailure{code, std::move(message)};
 }
-[[noreturn]] inline void FailRender(std::string message) { Fail(Status::Code::kRenderError, std::move(message)); }
-[[noreturn]] inline void FailSyntax(std::string message) { Fail(Status::Code::kSyntaxError, std::move(message)); }
+[[noreturn]] inline void FailRender(std::string message) { Fail(StatusCode::kRenderError, std::move(message)); }
+[[noreturn]] inline void FailSyntax(std::string message) { Fail(StatusCode::kSyntaxError, std::move(message)); }
 [[noreturn]] inline void FailUnsupported(std::string message) {
-  Fail(Status::Code::kUnsupported, "unsupported: " + std::move(message));
+  Fail(StatusCode::kUnsupported, "unsupported: " + std::move(message));
 }
 
 }  // namespace toktier::chat

@@ -39,7 +39,7 @@ Value Env::Lookup(const std::string& name) const {
 }
 
 Value FromJson(const nlohmann::ordered_json& j, int depth) {
-  if (depth > 256) Fail(Status::Code::kLimitExceeded, "input JSON nested deeper than 256");
+  if (depth > 256) Fail(StatusCode::kLimitExceeded, "input JSON nested deeper than 256");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::Null();
     case nlohmann::ordered_json::value_t::boolean: return Value::Bool(j.get<bool>());
@@ -79,13 +79,13 @@ Value FromJson(const nlohmann::ordered_json& j, int depth) {
 void Interpreter::CountIterations(uint64_t n) {
   iterations_ += n;
   if (iterations_ > options_.max_loop_iterations) {
-    Fail(Status::Code::kLimitExceeded, "more than " + std::to_string(options_.max_loop_iterations) + " loop iterations");
+    Fail(StatusCode::kLimitExceeded, "more than " + std::to_string(options_.max_loop_iterations) + " loop iterations");
   }
 }
 
 void Interpreter::CheckSize(size_t bytes) const {
   if (bytes > options_.max_output_bytes) {
-    Fail(Status::Code::kLimitExceeded, "a string or output over " + std::to_string(options_.max_output_bytes) + " bytes");
+    Fail(StatusCode::kLimitExceeded, "a string or output over " + std::to_string(options_.max_output_bytes) + " bytes");
   }
 }
 
@@ -126,7 +126,7 @@ void Interpreter::SetupGlobals(Env* env) {
   env->vars["raise_exception"] = Value::Func([](std::vector<Value>& args, const EnvPtr&) -> Value {
     // The reference throws new Error(first argument): JS String() of it.
     std::string message = args.empty() ? "" : RawString(args[0]);
-    Fail(Status::Code::kRaised, message);
+    Fail(StatusCode::kRaised, message);
   });
   env->vars["range"] = Value::Func([this](std::vector<Value>& args, const EnvPtr&) {
     // The reference passes the plain JS numbers through; keyword arguments
@@ -439,7 +439,7 @@ Value Interpreter::EvaluateCall(const Node& node, const EnvPtr& env) {
   Value fn = Evaluate(node.a.get(), env);
   if (fn.kind != ValueKind::kFunction) FailRender(std::string("Cannot call something that is not a function: got ") + ValueTypeName(fn.kind));
   if (++depth_ > options_.max_call_depth) {
-    Fail(Status::Code::kLimitExceeded, "calls nested deeper than " + std::to_string(options_.max_call_depth));
+    Fail(StatusCode::kLimitExceeded, "calls nested deeper than " + std::to_string(options_.max_call_depth));
   }
   Value r = (*fn.function)(args, env);
   --depth_;
@@ -617,7 +617,7 @@ Value Interpreter::EvaluateCallStatement(const Node& node, const EnvPtr& env) {
   auto call_env = std::make_shared<Env>(env);
   call_env->vars["caller"] = caller;
   if (++depth_ > options_.max_call_depth) {
-    Fail(Status::Code::kLimitExceeded, "calls nested deeper than " + std::to_string(options_.max_call_depth));
+    Fail(StatusCode::kLimitExceeded, "calls nested deeper than " + std::to_string(options_.max_call_depth));
   }
   Value r = (*fn.function)(args, call_env);
   --depth_;

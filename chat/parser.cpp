@@ -26,7 +26,7 @@ class Parser {
   // Bounds recursion on nested blocks and expressions.
   struct DepthGuard {
     explicit DepthGuard(Parser* p) : p(p) {
-      if (++p->depth_ > p->max_depth_) Fail(Status::Code::kLimitExceeded, "template nesting deeper than " + std::to_string(p->max_depth_));
+      if (++p->depth_ > p->max_depth_) Fail(StatusCode::kLimitExceeded, "template nesting deeper than " + std::to_string(p->max_depth_));
     }
     ~DepthGuard() { --p->depth_; }
     Parser* p;

@@ -29,7 +29,7 @@ const char* ValueTypeName(ValueKind kind) {
 }
 
 void FailValueTooDeep() {
-  Fail(Status::Code::kLimitExceeded, "lists/dicts nested deeper than " + std::to_string(kMaxValueDepth));
+  Fail(StatusCode::kLimitExceeded, "lists/dicts nested deeper than " + std::to_string(kMaxValueDepth));
 }
 
 Value Value::Array(ArrayData items, ValueKind kind) {
@@ -355,7 +355,7 @@ void JsonQuote(std::string_view s, bool ensure_ascii, std::string* out) {
 }
 
 void ToJson(const Value& v, const JsonOptions& options, int depth, bool undefined_as_null, std::string* out) {
-  if (depth > 512) Fail(Status::Code::kLimitExceeded, "tojson nesting deeper than 512");
+  if (depth > 512) Fail(StatusCode::kLimitExceeded, "tojson nesting deeper than 512");
   std::string item_sep = options.has_separators ? options.item_separator : (options.indent ? "," : ", ");
   std::string key_sep = options.has_separators ? options.key_separator : ": ";
   switch (v.kind) {

@@ -14,27 +14,12 @@
 #include <string_view>
 #include <vector>
 
+#include "core/status.h"
+
 namespace toktier::core {
 
-// Result of an operation that can fail on untrusted input. No exceptions
-// cross this interface.
-class Status {
- public:
-  Status() = default;
-  static Status Ok() { return {}; }
-  static Status Error(std::string message) {
-    Status s;
-    s.ok_ = false;
-    s.message_ = std::move(message);
-    return s;
-  }
-  [[nodiscard]] bool ok() const { return ok_; }
-  [[nodiscard]] const std::string& message() const { return message_; }
-
- private:
-  bool ok_ = true;
-  std::string message_;
-};
+// Operations that can fail on untrusted input return a Status
+// (core/status.h); no exceptions cross this interface.
 
 // Which file format a tokenizer came from.
 enum class TokenizerFormat { kHuggingFaceJson, kTiktokenJson, kTiktokenRanks };

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "proxy/http_rules.h"
-#include "proxy/json_limits.h"
+#include "api/api.h"
 #include "proxy/tokenize_service.h"
 
 namespace toktier::proxy {
@@ -165,8 +165,9 @@ Backends::Backends(const Config& config, metrics::Metrics* metrics)
 
 Backends::~Backends() { Stop(); }
 
-bool Backends::Init(TokenizeService* service, std::string* error) {
+core::Status Backends::Init(TokenizeService* service) {
   service_ = service;
+  core::Status error;
   auto get = [&](const std::string& url) -> Backend* {
     for (auto& b : all_) {
       if (b->url == url) return b.get();
@@ -176,7 +177,7 @@ bool Backends::Init(TokenizeService* service, std::string* error) {
     std::string host;
     uint16_t port = 0;
     if (!ParseBackendUrl(url, &host, &port)) {
-      *error = "backend URL must be http://host:port: " + url;
+      error = core::Status::Error("backend URL must be http://host:port: " + url);
       return nullptr;
     }
     beast::error_code ec;
@@ -186,7 +187,7 @@ bool Backends::Init(TokenizeService* service, std::string* error) {
       tcp::resolver r(ioc);
       auto res = r.resolve(host, std::to_string(port), ec);
       if (ec || res.empty()) {
-        *error = "cannot resolve backend " + url + ": " + ec.message();
+        error = core::Status::Error(core::StatusCode::kIoError, "cannot resolve backend " + url + ": " + ec.message());
         return nullptr;
       }
       addr = res.begin()->endpoint().address();
@@ -202,7 +203,7 @@ bool Backends::Init(TokenizeService* service, std::string* error) {
   };
   for (const auto& u : config_.backends) {
     Backend* b = get(u);
-    if (!b) return false;
+    if (!b) return error;
     default_pool_.push_back(b);
   }
   for (const auto& m : config_.models) {
@@ -210,17 +211,14 @@ bool Backends::Init(TokenizeService* service, std::string* error) {
     std::vector<Backend*> pool;
     for (const auto& u : m.backends) {
       Backend* b = get(u);
-      if (!b) return false;
+      if (!b) return error;
       pool.push_back(b);
     }
     model_pools_[m.name] = pool;
     for (const auto& a : m.aliases) model_pools_[a] = pool;
   }
-  if (default_pool_.empty() && model_pools_.empty()) {
-    *error = "no backends configured";
-    return false;
-  }
-  return true;
+  if (default_pool_.empty() && model_pools_.empty()) return core::Status::Error("no backends configured");
+  return core::Status::Ok();
 }
 
 void Backends::Start() {
@@ -351,7 +349,7 @@ void Backends::GuardRoundOrThrow() {
   std::vector<std::string_view> canaries(std::begin(kCanaries), std::end(kCanaries));
   canaries.insert(canaries.end(), config_.guard_extra_canaries.begin(), config_.guard_extra_canaries.end());
   for (ModelRuntime* m : service_->Models()) {
-    if (!m->config.forward_ids) continue;
+    if (m->config.forward_mode != ForwardMode::kIds) continue;
     auto it = model_pools_.find(m->config.name);
     const auto& pool = it == model_pools_.end() ? default_pool_ : it->second;
     // A difference switches the model to text, for completions and chat.

@@ -15,8 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/core.h"
 #include "metrics/metrics.h"
-#include "proxy/config.h"
+#include "proxy/server.h"
 
 namespace toktier::proxy {
 
@@ -59,7 +60,7 @@ class Backends {
   ~Backends();
 
   // Parses and resolves every backend URL of the config. False on errors.
-  bool Init(TokenizeService* service, std::string* error);
+  core::Status Init(TokenizeService* service);
   // Starts health checks and the guard (first round runs synchronously).
   void Start();
   void Stop();

@@ -2,9 +2,9 @@
 // template renders the conversation, the rendered prompt takes the same
 // token-state path as a completions prompt (a session per conversation,
 // repair of the edited tail), and the IDs go to the engine in the model's
-// chat_forward mode. In "completions" mode the engine's answer is translated
-// back to the chat format as it is relayed (upstream.cpp calls
-// TranslateRelayed).
+// chat_forward mode. In "completions" and "vllm" modes the engine's answer is
+// translated back to the chat format as it is relayed (an
+// api::ResponseTranslator, which upstream.cpp feeds).
 #include <boost/asio/post.hpp>
 
 #include <chrono>
@@ -42,38 +42,37 @@ int64_t UnixNow() {
 
 void HttpConn::HandleChat() {
   auto& req = parser_->get();
-  body_ = std::make_shared<std::string>(std::move(req.body()));
+  rq_->body = std::make_shared<std::string>(std::move(req.body()));
   // A model not configured for the token path: relayed byte for byte, as
   // every other /v1/ request (the engine judges the body).
-  model_ = ModelOfJsonBody(*body_);  // also routes a passthrough to the model's pool
+  rq_->model = ModelOfJsonBody(*rq_->body);  // also routes a passthrough to the model's pool
   // One rule for every API the proxy reads (completions answers the same):
   // a body that is not UTF-8 is a 400, whatever its model. ModelOfJsonBody
   // validates UTF-8, so only a body it could not read is checked again;
   // such a body used to go on as text.
-  if (model_.empty()) {
-    if (size_t bad = core::FindInvalidUtf8(*body_); bad != std::string::npos) {
-      return SendError(status::bad_request,
-                       "The request body is not valid UTF-8 (byte offset " + std::to_string(bad) + ").",
-                       "invalid_request_error", "", "chat", "client_error", false);
+  if (rq_->model.empty()) {
+    if (size_t bad = core::FindInvalidUtf8(*rq_->body); bad != std::string::npos) {
+      return SendError(Endpoint::kChat, ErrorReply::Client(400, "The request body is not valid UTF-8 (byte offset " +
+                                                                    std::to_string(bad) + ")."));
     }
   }
-  ModelRuntime* target = srv_->service.FindModel(model_);
+  ModelRuntime* target = srv_->service.FindModel(rq_->model);
   if (!target || target->chat->mode == ChatForward::kText) {
-    endpoint_ = "passthrough";
+    rq_->endpoint = Endpoint::kPassthrough;
     return Passthrough("");
   }
-  endpoint_ = "chat";
+  rq_->endpoint = Endpoint::kChat;
   auto chat = std::make_shared<ChatRequest>();
   RequestError err;
   bool parsed = false;
   try {
-    parsed = ParseChatRequest(*body_, chat.get(), &err, cfg().json_max_depth);
+    parsed = ParseChatRequest(*rq_->body, chat.get(), &err, cfg().json_max_depth);
   } catch (const std::exception& e) {
     err.message = std::string("The request body could not be read: ") + e.what();
   }
-  t_parsed_ = Clock::now();
-  if (!parsed) return SendError(status::bad_request, err.message, err.type, err.param, "chat", "client_error", false);
-  model_ = chat->model;
+  rq_->t_parsed = Clock::now();
+  if (!parsed) return SendError(Endpoint::kChat, ErrorReply{std::move(err)});
+  rq_->model = chat->model;
   ModelRuntime* model = srv_->service.FindModel(chat->model);
   // Only a body with two "model" fields reads differently in the two parsers: relay it.
   if (model != target) return PassthroughCounted("unknown_model");
@@ -88,7 +87,7 @@ void HttpConn::HandleChat() {
   auto creq = std::make_shared<CompletionRequest>();
   try {
     std::string prompt;
-    chat::Status rs = RenderChatPrompt(cm, *chat, UnixNow(), &prompt);
+    core::Status rs = RenderChatPrompt(cm, *chat, UnixNow(), &prompt);
     if (!rs.ok()) {
       std::fprintf(stderr, "toktier: chat template of model %s: %s; relaying the request as is\n",
                    model->config.name.c_str(), rs.ToString().c_str());
@@ -121,8 +120,8 @@ void HttpConn::HandleChat() {
 }
 
 void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res) {
-  t_worker_start_ = res.worker_start;
-  t_worker_end_ = res.worker_end;
+  rq_->t_worker_start = res.worker_start;
+  rq_->t_worker_end = res.worker_end;
   // A string prompt comes back as [before, "[", ids, "]", after]; anything
   // else is the worker's passthrough (overload, tokenizer error): the chat
   // request then goes on unchanged.
@@ -139,7 +138,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
   fb.pieces = {owned->head, res.body.pieces[2], owned->tail};
   fb.owners = std::move(res.body.owners);
   fb.owners.push_back(owned);
-  up_target_ = owned->target;
+  rq_->up_target = owned->target;
   if (cm.mode == ChatForward::kCompletions || cm.mode == ChatForward::kVllm) {
     ChatTranslateOptions o;
     o.id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
@@ -151,34 +150,9 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
       o.decode_with = model->tokenizer;
       o.decode = ChatDecodeOptions(*chat);
     }
-    chat_translate_ = std::move(o);
-    chat_stream_ = chat->stream;
+    rq_->translator = api::MakeChatTranslator(std::move(o), chat->stream, cfg().max_body_bytes);
   }
   Forward(std::move(fb), res.session_key);
-}
-
-bool HttpConn::TranslateRelayed(std::string_view bytes, bool last) {
-  tr_out_.clear();
-  std::string error;
-  bool ok = true;
-  if (chat_stream_) {
-    ok = chat_stream_tr_->Feed(bytes, &tr_out_) && (!last || chat_stream_tr_->Finish(&tr_out_));
-    if (!ok) error = chat_stream_tr_->error();
-  } else if (tr_in_.size() + bytes.size() > cfg().max_body_bytes) {
-    // A whole answer is needed to translate it; bounded like a request body.
-    ok = false;
-    error = "the answer is larger than limits.body_bytes";
-  } else {
-    tr_in_.append(bytes);
-    if (!last) return true;
-    ok = TranslateCompletion(tr_in_, *chat_translate_, &tr_out_, &error);
-    std::string().swap(tr_in_);
-  }
-  if (!ok) {
-    std::fprintf(stderr, "toktier: engine answer to a chat request could not be translated: %s\n", error.c_str());
-    m().counter(metrics::Id::kBackendRequests, {"bad_response"}).Inc();
-  }
-  return ok;
 }
 
 }  // namespace toktier::proxy

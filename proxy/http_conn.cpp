@@ -16,7 +16,7 @@
 #include <cstring>
 #include <xxhash.h>
 
-#include "proxy/completion_request.h"
+#include "api/api.h"
 #include "proxy/http_rules.h"
 
 namespace toktier::proxy {
@@ -30,12 +30,12 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 }
 
 HttpConn::HttpConn(Server::Impl* srv, tcp::socket&& socket)
-    : srv_(srv), stream_(std::move(socket)), strand_(stream_.get_executor()) {
+    : srv_(srv), stream_(std::move(socket)), strand_(stream_.get_executor()), rq_(std::make_unique<RequestState>()) {
   srv_->connections.fetch_add(1);
   // Beast reads at most the buffer's free capacity (>= 512 bytes) per
   // read_some; without room a megabyte body takes thousands of reads.
   buffer_.reserve(kReadChunk);
-  up_buf_.reserve(kReadChunk);
+  up_buffer_.reserve(kReadChunk);
 }
 
 HttpConn::~HttpConn() { srv_->connections.fetch_sub(1); }
@@ -77,26 +77,16 @@ void HttpConn::OnFirstBytes(error_code ec, size_t n) {
 
 void HttpConn::StartRequest() {
   idle_ = false;
-  recorded_ = false;
-  aborted_ = false;
-  body_.reset();
-  model_.clear();
-  status_ = 0;
-  up_target_.clear();
-  chat_translate_.reset();
-  chat_stream_tr_.reset();
-  translating_ = false;
-  head_deferred_ = false;
-  std::string().swap(tr_in_);
-  std::string().swap(tr_out_);
-  endpoint_ = "local";
-  method_ = http::verb::get;
-  t_start_ = Clock::now();
-  ResetPhases(t_start_);
+  // A fresh state for the request; the serializer goes first, as it refers
+  // to the previous attempt's response.
+  rq_->serializer.reset();
+  rq_ = std::make_unique<RequestState>();
+  rq_->t_start = Clock::now();
+  ResetPhases(rq_->t_start);
   // From the first byte on, the whole request (header and body) has
   // read_timeout_ms: the deadline is set once and never extended.
-  request_deadline_ = t_start_ + std::chrono::milliseconds(cfg().read_timeout_ms);
-  stream_.expires_at(request_deadline_);
+  rq_->deadline = rq_->t_start + std::chrono::milliseconds(cfg().read_timeout_ms);
+  stream_.expires_at(rq_->deadline);
   parser_.emplace();
   parser_->body_limit(cfg().max_body_bytes);
   AsyncReadHeaderWithin(stream_, buffer_, *parser_, cfg().max_header_bytes,
@@ -107,59 +97,56 @@ void HttpConn::StartRequest() {
 // the client left or ran out of time (OnReadFailed).
 void HttpConn::OnRequestReadError(error_code ec) {
   if (ec == http::error::body_limit) {
-    return SendError(status::payload_too_large,
-                     "Request body exceeds the limit of " + std::to_string(cfg().max_body_bytes) + " bytes.",
-                     "invalid_request_error", "", "local", "client_error", true);
+    return SendError(Endpoint::kLocal,
+                     ErrorReply::ClientClose(413, "Request body exceeds the limit of " +
+                                                      std::to_string(cfg().max_body_bytes) + " bytes."));
   }
-  if (IsParseError(ec)) {
-    return SendError(status::bad_request, "Malformed HTTP request.", "invalid_request_error", "", "local",
-                     "client_error", true);
-  }
+  if (IsParseError(ec)) return SendError(Endpoint::kLocal, ErrorReply::ClientClose(400, "Malformed HTTP request."));
   OnReadFailed(ec);
 }
 
 // A request that could not be read to its end: the client left (counted as
 // client_closed, nothing sent) or ran out of time (client_timeout).
 void HttpConn::OnReadFailed(error_code ec) {
-  if (ec != asio::error::operation_aborted) Record(ec == beast::error::timeout ? "client_timeout" : "client_closed");
+  if (ec != asio::error::operation_aborted) {
+    Record(ec == beast::error::timeout ? Outcome::kClientTimeout : Outcome::kClientClosed);
+  }
   DoClose();
 }
 
 void HttpConn::OnReadHeader(error_code ec, size_t) {
   if (ec == http::error::header_limit) {
-    return SendError(status::request_header_fields_too_large, "Request header fields too large.",
-                     "invalid_request_error", "", "local", "client_error", true);
+    return SendError(Endpoint::kLocal, ErrorReply::ClientClose(431, "Request header fields too large."));
   }
   if (ec) return OnRequestReadError(ec);
   auto& req = parser_->get();
-  keep_alive_ = req.keep_alive();
-  method_ = req.method();
+  rq_->keep_alive = req.keep_alive();
+  rq_->method = req.method();
   // Framing the proxy and the engine could read differently is refused, and
   // the connection closed: its next bytes have no reliable start.
   if (std::string_view why = FramingProblem(req, req.version()); !why.empty()) {
-    return SendError(status::bad_request, "Malformed HTTP request: " + std::string(why) + ".",
-                     "invalid_request_error", "", "local", "client_error", true);
+    return SendError(Endpoint::kLocal, ErrorReply::ClientClose(400, "Malformed HTTP request: " + std::string(why) + "."));
   }
   // Host (RFC 9112 3.2): a front end that reads another Host than we do
   // would disagree with us about the request; refused, and closed.
   if (std::string_view why = HostProblem(req, req.version()); !why.empty()) {
-    return SendError(status::bad_request, "Malformed HTTP request: " + std::string(why) + ".",
-                     "invalid_request_error", "", "local", "client_error", true, "invalid_host");
+    return SendError(Endpoint::kLocal,
+                     ErrorReply::ClientClose(400, "Malformed HTTP request: " + std::string(why) + ".", "invalid_host"));
   }
   // The target is checked before the body is read. A request line the proxy
   // will not serve (CONNECT's authority form, an absolute URI, dot
   // segments) is answered and the connection closed: what follows it on the
   // connection (a tunnel's bytes, a body) is no request to serve.
   if (std::string_view why = TargetProblem({req.target().data(), req.target().size()}); !why.empty()) {
-    return SendError(status::bad_request, "Invalid request target: " + std::string(why) + ".",
-                     "invalid_request_error", "", "local", "client_error", true, "invalid_target");
+    return SendError(Endpoint::kLocal,
+                     ErrorReply::ClientClose(400, "Invalid request target: " + std::string(why) + ".", "invalid_target"));
   }
   auto len = parser_->content_length();
   if (len && *len > cfg().max_body_bytes) {
-    return SendError(status::payload_too_large,
-                     "Request body of " + std::to_string(*len) + " bytes exceeds the limit of " +
-                         std::to_string(cfg().max_body_bytes) + " bytes.",
-                     "invalid_request_error", "", "local", "client_error", true);
+    return SendError(Endpoint::kLocal,
+                     ErrorReply::ClientClose(413, "Request body of " + std::to_string(*len) +
+                                                      " bytes exceeds the limit of " +
+                                                      std::to_string(cfg().max_body_bytes) + " bytes."));
   }
   // Room for simdjson's padding, so the body is parsed where it lies.
   req.body().reserve((len ? *len : 0) + JsonPadding());
@@ -174,7 +161,7 @@ void HttpConn::OnReadHeader(error_code ec, size_t) {
 }
 
 void HttpConn::DoReadBody() {
-  stream_.expires_at(request_deadline_);
+  stream_.expires_at(rq_->deadline);
   auto& req = parser_->get();
   auto len = parser_->content_length();
   if (len && *len > kReadChunk && !req.chunked()) return DoReadBodyDirect(*len);
@@ -209,17 +196,16 @@ void HttpConn::OnRead(error_code ec, size_t) {
 void HttpConn::HandleRequest() {
   ResetPhases(Clock::now());
   auto& req = parser_->get();
-  keep_alive_ = req.keep_alive();
-  method_ = req.method();
+  rq_->keep_alive = req.keep_alive();
+  rq_->method = req.method();
   const auto auth = req[http::field::authorization];
-  tenant_ = XXH3_64bits(auth.data(), auth.size());
+  rq_->tenant = XXH3_64bits(auth.data(), auth.size());
   std::string_view target(req.target().data(), req.target().size());
   std::string_view path = target.substr(0, target.find('?'));
   if (path == "/healthz" || path == "/readyz" || path == "/metrics") {
-    endpoint_ = "local";
-    if (method_ != http::verb::get && method_ != http::verb::head) {
-      return SendError(status::method_not_allowed, "Method not allowed.", "invalid_request_error", "", "local",
-                       "client_error", false);
+    rq_->endpoint = Endpoint::kLocal;
+    if (rq_->method != http::verb::get && rq_->method != http::verb::head) {
+      return SendError(Endpoint::kLocal, ErrorReply::Client(405, "Method not allowed."));
     }
     if (path == "/healthz") return SendLocal(status::ok, "text/plain", "ok\n");
     if (path == "/readyz") {
@@ -230,31 +216,29 @@ void HttpConn::HandleRequest() {
     srv_->service.UpdateGauges();
     return SendLocal(status::ok, "text/plain; version=0.0.4", m().Serialize());
   }
-  if (path == "/v1/completions" && method_ == http::verb::post) return HandleCompletions();
-  if (path == "/v1/chat/completions" && method_ == http::verb::post) return HandleChat();
+  if (path == "/v1/completions" && rq_->method == http::verb::post) return HandleCompletions();
+  if (path == "/v1/chat/completions" && rq_->method == http::verb::post) return HandleChat();
   if (path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize") {
-    endpoint_ = "passthrough";
+    rq_->endpoint = Endpoint::kPassthrough;
     return Passthrough("");
   }
-  endpoint_ = "local";
-  SendError(status::not_found,
-            "Unknown request URL: " + std::string(http::to_string(method_)) + " " + std::string(path) + ".",
-            "invalid_request_error", "", "local", "client_error", false, "unknown_url");
+  SendError(Endpoint::kLocal,
+            ErrorReply::Client(404,
+                               "Unknown request URL: " + std::string(http::to_string(rq_->method)) + " " +
+                                   std::string(path) + ".",
+                               "", "unknown_url"));
 }
 
 void HttpConn::HandleCompletions() {
-  endpoint_ = "completions";
+  rq_->endpoint = Endpoint::kCompletions;
   auto& req = parser_->get();
-  body_ = std::make_shared<std::string>(std::move(req.body()));
+  rq_->body = std::make_shared<std::string>(std::move(req.body()));
   auto creq = std::make_shared<CompletionRequest>();
   RequestError err;
-  const bool parsed = ParseCompletionRequest(*body_, creq.get(), &err, cfg().json_max_depth);
-  t_parsed_ = Clock::now();
-  if (!parsed) {
-    return SendError(static_cast<status>(err.status), err.message, err.type, err.param, "completions",
-                     "client_error", false);
-  }
-  model_ = creq->model;
+  const bool parsed = ParseCompletionRequest(*rq_->body, creq.get(), &err, cfg().json_max_depth);
+  rq_->t_parsed = Clock::now();
+  if (!parsed) return SendError(Endpoint::kCompletions, ErrorReply{std::move(err)});
+  rq_->model = creq->model;
   ModelRuntime* model = srv_->service.FindModel(creq->model);
   if (!model) return PassthroughCounted("unknown_model");
   if (creq->kind == PromptKind::kTokens) return PassthroughCounted("token_prompt");
@@ -263,15 +247,15 @@ void HttpConn::HandleCompletions() {
   // by the worker as it unescapes them.
   const SessionRef sref = RequestSession();
   auto self = shared_from_this();
-  bool queued = srv_->service.Submit(model, body_, creq, sref, [self](TokenizeResult res) {
+  bool queued = srv_->service.Submit(model, rq_->body, creq, sref, [self](TokenizeResult res) {
     // On a worker thread: back to the connection's strand.
     asio::post(self->strand_, [self, res = std::move(res)]() mutable {
       if (!res.ok) {
-        return self->SendError(status::bad_request, "'prompt' is not a valid JSON string: " + res.error,
-                               "invalid_request_error", "prompt", "completions", "client_error", false);
+        return self->SendError(Endpoint::kCompletions,
+                               ErrorReply::Client(400, "'prompt' is not a valid JSON string: " + res.error, "prompt"));
       }
-      self->t_worker_start_ = res.worker_start;
-      self->t_worker_end_ = res.worker_end;
+      self->rq_->t_worker_start = res.worker_start;
+      self->rq_->t_worker_end = res.worker_end;
       self->Forward(std::move(res.body), res.session_key);
     });
   });
@@ -304,15 +288,15 @@ void HttpConn::PassthroughCounted(std::string_view reason) {
 
 void HttpConn::Passthrough(std::string_view session_key) {
   auto& req = parser_->get();
-  if (!body_) body_ = std::make_shared<std::string>(std::move(req.body()));
+  if (!rq_->body) rq_->body = std::make_shared<std::string>(std::move(req.body()));
   // Other /v1/ POSTs (chat, embeddings, /tokenize) go to their model's
   // pool when models have their own.
-  if (model_.empty() && srv_->backends.HasModelPools() && method_ == http::verb::post) {
-    model_ = ModelOfJsonBody(*body_);
+  if (rq_->model.empty() && srv_->backends.HasModelPools() && rq_->method == http::verb::post) {
+    rq_->model = ModelOfJsonBody(*rq_->body);
   }
   ForwardBody fb;
-  fb.pieces.push_back(*body_);
-  fb.owners.push_back(body_);
+  fb.pieces.push_back(*rq_->body);
+  fb.owners.push_back(rq_->body);
   std::string key(session_key);
   for (const auto& h : cfg().session_headers) {
     auto it = req.find(h);
@@ -351,7 +335,7 @@ void HttpConn::OnClientWatch(error_code ec, size_t n) {
     after_watch_ = nullptr;
     return next();
   }
-  if (ec && ec != asio::error::operation_aborted && watch_armed_) Abort("client_closed");
+  if (ec && ec != asio::error::operation_aborted && watch_armed_) Abort(Outcome::kClientClosed);
 }
 
 void HttpConn::AfterWatch(std::function<void()> next) {
@@ -365,47 +349,44 @@ void HttpConn::AfterWatch(std::function<void()> next) {
 // ---- local responses ----------------------------------------------------------
 
 void HttpConn::SendLocal(status st, std::string_view content_type, std::string body) {
-  SendResponse(st, content_type, std::move(body), "ok", false);
+  SendResponse(st, content_type, std::move(body), Outcome::kOk, false);
 }
 
-void HttpConn::SendError(status st, std::string message, std::string type, std::string param,
-                         std::string_view endpoint, std::string_view outcome, bool close, std::string code) {
-  endpoint_ = std::string(endpoint);
-  RequestError e;
-  e.status = static_cast<int>(st);
-  e.message = std::move(message);
-  e.type = std::move(type);
-  e.param = std::move(param);
-  e.code = std::move(code);
-  if (up_) {
-    up_->close();
-    up_.reset();
+void HttpConn::SendError(Endpoint endpoint, ErrorReply reply) {
+  rq_->endpoint = endpoint;
+  // Called once an engine operation ended (none is pending): the attempt
+  // can go now.
+  if (rq_->attempt) {
+    rq_->serializer.reset();
+    rq_->attempt->Close();
+    rq_->attempt.reset();
   }
-  SendResponse(st, "application/json", ErrorJson(e), outcome, close);
+  SendResponse(static_cast<status>(reply.error.status), "application/json", ErrorJson(reply.error), reply.outcome,
+               reply.close);
 }
 
-void HttpConn::SendResponse(status st, std::string_view content_type, std::string body, std::string_view outcome,
+void HttpConn::SendResponse(status st, std::string_view content_type, std::string body, Outcome outcome,
                             bool close) {
   auto res = std::make_shared<http::response<http::string_body>>(st, 11);
   res->set(http::field::server, "toktier");
   res->set(http::field::content_type, content_type);
   res->body() = std::move(body);
-  if (close || !parser_ || !parser_->is_header_done()) keep_alive_ = false;
+  if (close || !parser_ || !parser_->is_header_done()) rq_->keep_alive = false;
   SetKeepAlive(*res);
   res->prepare_payload();
-  if (method_ == http::verb::head) res->body().clear();
-  status_ = static_cast<unsigned>(st);
-  outcome_ = std::string(outcome);
+  if (rq_->method == http::verb::head) res->body().clear();
+  rq_->status = static_cast<unsigned>(st);
+  rq_->outcome = outcome;
   // The answer is final: a client that reads it and closes at once has not
   // left early (the watch's EOF must not relabel it client_closed).
   watch_armed_ = false;
   stream_.expires_after(std::chrono::milliseconds(cfg().client_write_timeout_ms));
   http::async_write(stream_, *res, [self = shared_from_this(), res](error_code ec, size_t) {
-    self->Record(self->outcome_);
-    self->body_.reset();
+    self->Record(self->rq_->outcome);
+    self->rq_->body.reset();
     if (ec) return self->DoClose();
     self->AfterWatch([s = self.get()] {
-      if (!s->keep_alive_) return s->DoLingerClose();
+      if (!s->rq_->keep_alive) return s->DoLingerClose();
       s->DoRead();
     });
   });
@@ -416,7 +397,7 @@ void HttpConn::SetKeepAlive(http::fields& res) const {
   const bool http10 = parser_ && parser_->is_header_done() && parser_->get().version() < 11;
   // HTTP/1.1 persists unless "close"; an HTTP/1.0 client closes unless it
   // reads "keep-alive" (RFC 9112 9.3), so that is said out loud to it.
-  if (!keep_alive_) {
+  if (!rq_->keep_alive) {
     res.set(http::field::connection, "close");
   } else if (http10) {
     res.set(http::field::connection, "keep-alive");
@@ -425,24 +406,29 @@ void HttpConn::SetKeepAlive(http::fields& res) const {
 
 // Phases a request skips (a local answer, a passthrough) log as 0 ms.
 void HttpConn::ResetPhases(Clock::time_point t) {
-  t_body_ = t_parsed_ = t_worker_start_ = t_worker_end_ = t_tokenized_ = t_sent_ = t_up_header_ = t;
+  rq_->t_body = rq_->t_parsed = rq_->t_worker_start = rq_->t_worker_end = rq_->t_tokenized = rq_->t_sent = rq_->t_up_header = t;
 }
 
-void HttpConn::Record(std::string_view outcome) {
-  if (recorded_) return;
-  recorded_ = true;
-  m().counter(metrics::Id::kRequests, {endpoint_, outcome}).Inc();
-  m().histogram(metrics::Id::kRequestDuration, {endpoint_}).Observe(Seconds(t_start_, Clock::now()));
+void HttpConn::CountBackend(BackendResult result) {
+  m().counter(metrics::Id::kBackendRequests, {BackendResultName(result)}).Inc();
+}
+
+void HttpConn::Record(Outcome outcome) {
+  if (rq_->recorded) return;
+  rq_->recorded = true;
+  const std::string_view endpoint = EndpointName(rq_->endpoint);
+  m().counter(metrics::Id::kRequests, {endpoint, OutcomeName(outcome)}).Inc();
+  m().histogram(metrics::Id::kRequestDuration, {endpoint}).Observe(Seconds(rq_->t_start, Clock::now()));
   if (cfg().log_requests) {
     auto ms = [](Clock::time_point a, Clock::time_point b) { return std::max(0.0, Seconds(a, b) * 1e3); };
     const auto now = Clock::now();
     std::fprintf(stderr,
                  "toktier: %s %u %s %.3f ms (body %.3f, tokenize %.3f [parse %.3f, queue %.3f, worker %.3f, "
                  "return %.3f], forward %.3f, backend header %.3f, relay %.3f)\n",
-                 endpoint_.c_str(), status_, std::string(outcome).c_str(), ms(t_start_, now), ms(t_start_, t_body_),
-                 ms(t_body_, t_tokenized_), ms(t_body_, t_parsed_), ms(t_parsed_, t_worker_start_),
-                 ms(t_worker_start_, t_worker_end_), ms(t_worker_end_, t_tokenized_), ms(t_tokenized_, t_sent_),
-                 ms(t_sent_, t_up_header_), ms(t_up_header_, now));
+                 std::string(endpoint).c_str(), rq_->status, std::string(OutcomeName(outcome)).c_str(), ms(rq_->t_start, now), ms(rq_->t_start, rq_->t_body),
+                 ms(rq_->t_body, rq_->t_tokenized), ms(rq_->t_body, rq_->t_parsed), ms(rq_->t_parsed, rq_->t_worker_start),
+                 ms(rq_->t_worker_start, rq_->t_worker_end), ms(rq_->t_worker_end, rq_->t_tokenized), ms(rq_->t_tokenized, rq_->t_sent),
+                 ms(rq_->t_sent, rq_->t_up_header), ms(rq_->t_up_header, now));
   }
 }
 

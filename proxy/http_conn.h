@@ -1,13 +1,18 @@
 // One client connection of `toktier serve`, in the style of Beast's advanced
 // server: on its own strand, do_x/on_x pairs, a deadline before every
-// operation, error_code overloads only. Two files implement it:
-//   http_conn.cpp  the client side: reading a request under its deadlines and
-//                  limits, checking its framing and target, routing, local
-//                  answers and errors, watching the client while the backend
-//                  works;
-//   upstream.cpp   the backend side: the forwarded head, pooled connections,
-//                  the response header (interim answers, framing), the relay
-//                  and when a connection may go back to the pool.
+// operation, error_code overloads only. Three parts:
+//   the client side   http_conn.cpp: reading a request under its deadlines
+//                     and limits, checking its framing and target, routing,
+//                     local answers and errors (ErrorReply), watching the
+//                     client while the engine works; chat_conn.cpp: a chat
+//                     request's way onto the token path;
+//   the engine side   upstream.cpp with one UpstreamAttempt per try
+//                     (upstream_attempt.h): failover, the response header,
+//                     the relay to the client;
+//   the translation   an api::ResponseTranslator between the two when the
+//                     client's API is not the engine's (api/api.h).
+// Each request gets a fresh RequestState; only the connection's buffers and
+// its watch on the client outlive a request.
 #pragma once
 
 #include <boost/asio/any_io_executor.hpp>
@@ -24,12 +29,55 @@
 #include <string_view>
 #include <vector>
 
-#include "proxy/chat_forward.h"
-#include "proxy/chat_response.h"
+#include "api/api.h"
+#include "proxy/request_outcome.h"
 #include "proxy/server_impl.h"
 #include "proxy/tokenize_service.h"
+#include "proxy/upstream_attempt.h"
 
 namespace toktier::proxy {
+
+// Everything one request owns, from its first byte to its last answer byte.
+struct RequestState {
+  using Clock = std::chrono::steady_clock;
+
+  Endpoint endpoint = Endpoint::kLocal;
+  Outcome outcome = Outcome::kOk;
+  bool recorded = false;
+  bool aborted = false;  // the client left: pending engine operations answer nothing
+  boost::beast::http::verb method = boost::beast::http::verb::get;
+  bool keep_alive = true;
+  std::string model;
+  unsigned status = 0;
+  uint64_t tenant = 0;  // hash of Authorization: the key of the backend connection pools
+  // The whole request (header and body) must arrive by this time; it starts
+  // with the request's first byte (before that the idle timeout applies).
+  Clock::time_point deadline;
+  // Phases, for log_requests: header read, body read, tokenized (back on the
+  // strand), forwarded, backend header; inside the tokenize phase: parsed,
+  // the worker's start and end.
+  Clock::time_point t_start, t_body, t_tokenized, t_sent, t_up_header;
+  Clock::time_point t_parsed, t_worker_start, t_worker_end;
+  std::shared_ptr<std::string> body;
+
+  // The engine side: what is forwarded, where, and the current attempt.
+  ForwardBody forward;
+  std::string up_target;  // "" = the client's target
+  std::vector<Backend*> ranking;
+  size_t ranked = 0;  // the index in `ranking` of the backend tried now
+  std::unique_ptr<UpstreamAttempt> attempt;
+  // The answer's way to the client.
+  std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> serializer;
+  std::unique_ptr<char[]> relay;
+
+  // The translation stage (null: the engine's answer is relayed as it is).
+  std::unique_ptr<api::ResponseTranslator> translator;
+  bool translating = false;  // this answer (a 200) goes through the translator
+  // A whole answer being translated: its head goes out with the translated
+  // body, so a failure before then is still an error status.
+  bool head_deferred = false;
+  std::string translated;  // the relay's next piece for the client when translating
+};
 
 class HttpConn : public std::enable_shared_from_this<HttpConn> {
  public:
@@ -70,20 +118,22 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void OnClientWatch(error_code ec, size_t n);
   void AfterWatch(std::function<void()> next);
   void SendLocal(status st, std::string_view content_type, std::string body);
-  void SendError(status st, std::string message, std::string type, std::string param, std::string_view endpoint,
-                 std::string_view outcome, bool close, std::string code = "");
-  void SendResponse(status st, std::string_view content_type, std::string body, std::string_view outcome,
-                    bool close);
-  // The Connection field of a response to this request, from keep_alive_.
+  // An error answer counted under `endpoint`.
+  void SendError(Endpoint endpoint, ErrorReply reply);
+  // The same under the request's endpoint.
+  void SendError(ErrorReply reply) { SendError(rq_->endpoint, std::move(reply)); }
+  void SendResponse(status st, std::string_view content_type, std::string body, Outcome outcome, bool close);
+  // The Connection field of a response to this request, from its keep_alive.
   void SetKeepAlive(boost::beast::http::fields& res) const;
   void ResetPhases(Clock::time_point t);
-  void Record(std::string_view outcome);
+  void Record(Outcome outcome);
+  void CountBackend(BackendResult result);
   void DoClose();
   void DoLingerClose();
 
-  // ---- backend side (upstream.cpp) ----------------------------------------
+  // ---- engine side (upstream.cpp) -----------------------------------------
   void Forward(ForwardBody body, const std::string& session_key);
-  void BuildHead(const Backend& b);
+  std::string BuildHead(const Backend& b) const;
   void TryBackend(bool allow_reuse);
   void OnUpConnect(error_code ec);
   void DoUpWrite();
@@ -96,71 +146,28 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void DoClientWrite();
   void OnClientWrite(error_code ec, size_t);
   void FinishRelay();
-  void Abort(std::string_view outcome);
+  void Abort(Outcome outcome);
+  // The relay's next piece for the client through the translator, into
+  // rq_->translated (false: the answer is malformed, logged and counted).
+  bool TranslateRelayed(std::string_view bytes, bool last);
+  // A relay that cannot go on: a 502/504 while nothing went out to the
+  // client (a deferred head), else the response is cut off (`outcome`).
+  void RelayFailed(Outcome outcome, bool timeout);
 
   Server::Impl* srv_;  // outlives every connection (Shutdown joins the I/O threads)
   boost::beast::tcp_stream stream_;
   boost::asio::any_io_executor strand_;
   static constexpr size_t kReadChunk = 64 * 1024;
   static constexpr size_t kRelayBuffer = 64 * 1024;
-  boost::beast::flat_buffer buffer_;
+  boost::beast::flat_buffer buffer_;     // client bytes
+  boost::beast::flat_buffer up_buffer_;  // engine bytes (the attempts share it)
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  std::unique_ptr<RequestState> rq_;  // never null; replaced by StartRequest
   bool idle_ = false;
-  bool keep_alive_ = true;
-  bool recorded_ = false;
-  bool aborted_ = false;
-  boost::beast::http::verb method_ = boost::beast::http::verb::get;
-  std::string endpoint_ = "local";
-  std::string outcome_;
-  std::string model_;
-  unsigned status_ = 0;
-  uint64_t tenant_ = 0;  // hash of Authorization: the key of the backend connection pools
-  // The whole request (header and body) must arrive by this time; it starts
-  // with the request's first byte (before that the idle timeout applies).
-  Clock::time_point request_deadline_;
-  // Phases of the current request, for log_requests: header read, body
-  // read, tokenized (back on the strand), forwarded, backend header.
-  Clock::time_point t_start_, t_body_, t_tokenized_, t_sent_, t_up_header_;
-  Clock::time_point t_parsed_, t_worker_start_, t_worker_end_;  // inside the tokenize phase
-  std::shared_ptr<std::string> body_;
-
-  // Backend exchange.
-  ForwardBody fwd_;
-  std::vector<Backend*> ranking_;
-  size_t attempt_ = 0;
-  Backend* backend_ = nullptr;
-  bool reused_ = false;
-  bool up_keep_alive_ = false;
-  size_t up_header_bytes_ = 0;  // of the interim responses before the final one
-  std::string head_;
-  std::vector<boost::asio::const_buffer> bufs_;
-  std::optional<boost::beast::tcp_stream> up_;
-  boost::beast::flat_buffer up_buf_;
-  std::optional<boost::beast::http::response_parser<boost::beast::http::buffer_body>> up_parser_;
-  std::optional<boost::beast::http::response_serializer<boost::beast::http::buffer_body>> sr_;
-  std::unique_ptr<char[]> relay_;
   std::unique_ptr<char[]> linger_buf_;
   bool watching_ = false;     // a watch read is pending
   bool watch_armed_ = false;  // its EOF/error would mean the client left
   std::function<void()> after_watch_;
-
-  // Chat in "completions" mode: the request goes to up_target_ and a 200
-  // answer is translated back to the chat format on its way to the client.
-  std::string up_target_;  // "" = the client's target
-  std::optional<ChatTranslateOptions> chat_translate_;
-  bool chat_stream_ = false;
-  bool translating_ = false;  // this response (200) is being translated
-  // A whole (not streamed) answer being translated: its head goes out with
-  // the translated body, so a failure before then is still an error status.
-  bool head_deferred_ = false;
-  std::unique_ptr<ChatStreamTranslator> chat_stream_tr_;
-  std::string tr_in_, tr_out_;
-  // The relay's next piece for the client when translating: tr_out_ (false:
-  // the answer is malformed, logged and counted).
-  bool TranslateRelayed(std::string_view bytes, bool last);
-  // A relay that cannot go on: a 502/504 while nothing went out to the
-  // client (a deferred head), else the response is cut off (`outcome`).
-  void RelayFailed(std::string_view outcome, bool timeout);
 };
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);

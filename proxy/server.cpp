@@ -103,32 +103,30 @@ Server::Server(Config config) : impl_(std::make_shared<Impl>(std::move(config)))
 
 Server::~Server() { Shutdown(); }
 
-bool Server::Start(std::string* error) {
+core::Status Server::Start() {
+  using core::Status;
+  using core::StatusCode;
   Impl& s = *impl_;
   // The one bound --check-config reports that a running proxy relies on for
-  // its stacks (proxy/json_limits.h): checked here too.
+  // its stacks (api/json_limits.h): checked here too.
   if (std::string why = JsonMaxDepthProblem(s.config.json_max_depth); !why.empty()) {
-    *error = std::move(why);
-    return false;
+    return Status::Error(std::move(why));
   }
-  if (!s.service.Init(error)) return false;
-  if (!s.backends.Init(&s.service, error)) return false;
+  if (Status st = s.service.Init(); !st.ok()) return st;
+  if (Status st = s.backends.Init(&s.service); !st.ok()) return st;
   s.service.Start();
   s.backends.Start();
   beast::error_code ec;
   auto addr = asio::ip::make_address(s.config.listen_address, ec);
-  if (ec) {
-    *error = "bad listen address: " + s.config.listen_address;
-    return false;
-  }
+  if (ec) return Status::Error("bad listen address: " + s.config.listen_address);
   tcp::endpoint ep(addr, s.config.port);
   s.acceptor.open(ep.protocol(), ec);
   if (!ec) s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (!ec) s.acceptor.bind(ep, ec);
   if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) {
-    *error = "cannot listen on " + s.config.listen_address + ":" + std::to_string(s.config.port) + ": " + ec.message();
-    return false;
+    return Status::Error(StatusCode::kIoError, "cannot listen on " + s.config.listen_address + ":" +
+                                                   std::to_string(s.config.port) + ": " + ec.message());
   }
   s.bound_port = s.acceptor.local_endpoint(ec).port();
   s.work.emplace(s.ioc.get_executor());
@@ -136,7 +134,7 @@ bool Server::Start(std::string* error) {
   for (int i = 0; i < std::max(1, s.config.io_threads); ++i) {
     s.threads.emplace_back([&s] { s.RunIoThread(); });
   }
-  return true;
+  return Status::Ok();
 }
 
 uint16_t Server::port() const { return impl_->bound_port; }

@@ -19,7 +19,7 @@
 
 #include "metrics/metrics.h"
 #include "proxy/backends.h"
-#include "proxy/config.h"
+#include "proxy/server.h"
 #include "proxy/server.h"
 #include "proxy/tokenize_service.h"
 

@@ -22,23 +22,38 @@
 
 #include "core/core.h"
 #include "gpu/gpu.h"
+#include "api/api.h"
 #include "metrics/metrics.h"
-#include "proxy/chat_forward.h"
-#include "proxy/completion_request.h"
-#include "proxy/config.h"
-#include "proxy/json_string.h"
+#include "proxy/server.h"
 #include "proxy/session_index.h"
 #include "store/store.h"
 
 namespace toktier::proxy {
 
+// The proxy carries the client APIs' own types (requests, errors, chat
+// setups) from the adapter room through every stage.
+using namespace toktier::api;
+
+// Loads the chat setup of `model` (`default_mode`: the global chat_forward):
+// text mode needs nothing; the other modes read its tokenizer_config.json
+// (chat_template_config, else the one next to the tokenizer) and compile the
+// template.
+core::Status LoadChatModel(const ModelConfig& model, ChatForward default_mode, ChatModel* out);
+
+// The memory budget's split (docs/proxy.md "Memory"): the store's memory
+// tier gets half, the content-addressing index 1/32, the session caches the
+// rest.
+inline size_t StoreBudget(size_t budget) { return budget / 2; }
+inline size_t IndexBudget(size_t budget) { return budget / 32; }
+inline size_t CacheBudget(size_t budget) { return budget - StoreBudget(budget) - IndexBudget(budget); }
+
 struct ModelRuntime {
   ModelConfig config;
   std::shared_ptr<const core::Tokenizer> tokenizer;
-  std::shared_ptr<const ChatModel> chat;  // /v1/chat/completions (proxy/chat_forward.h)
+  std::shared_ptr<const ChatModel> chat;  // /v1/chat/completions (api/chat_request.h)
   std::atomic<bool> guard_text_mode{false};  // set by the compatibility guard
   std::unique_ptr<gpu::GpuEncoder> gpu;      // null without a device (or gpu.enabled false)
-  bool ForwardIds() const { return config.forward_ids && !guard_text_mode.load(std::memory_order_relaxed); }
+  bool ForwardIds() const { return config.forward_mode == ForwardMode::kIds && !guard_text_mode.load(std::memory_order_relaxed); }
 };
 
 // A body to forward, as pieces written back to back (the original bytes
@@ -76,8 +91,8 @@ class TokenizeService {
   ~TokenizeService();
 
   // Loads the tokenizers, opens the store and rebuilds the content-addressing
-  // index from the states on disk. False and *error on failure.
-  bool Init(std::string* error);
+  // index from the states on disk.
+  core::Status Init();
   void Start();
   void Stop();  // joins the workers and the large lane (queued jobs are finished first)
 
@@ -205,18 +220,18 @@ class TokenizeService {
   void Passthrough(Job& job);  // forwards the text unchanged (overload)
   void Process(CacheSet* cs, std::string* scratch, Job& job);
   void ProcessOrThrow(CacheSet* cs, std::string* scratch, Job& job);
-  // The serialized IDs ("a,b,c") of one prompt; updates state and caches.
-  // nullptr and *error when the prompt string holds an invalid escape.
+  // The serialized IDs ("a,b,c") of one prompt into *out; updates state and
+  // caches. An error when the prompt string holds an invalid escape.
   static std::shared_ptr<const std::string> LeaseText(SerialCache& sc);
-  std::shared_ptr<const std::string> TokenizeOne(CacheSet* cs, std::string* scratch, Job& job, size_t item,
-                                                 std::string* error);
+  core::Status TokenizeOne(CacheSet* cs, std::string* scratch, Job& job, size_t item,
+                           std::shared_ptr<const std::string>* out);
   // Unescapes a session's prompt `raw` into sc->prompt_text, from the last
   // checkpoint inside the raw prefix it shares with the session's previous
   // prompt when `sc` is valid for `st`; refreshes sc's raw copy and
   // checkpoints. *known_prefix: the text bytes proven equal to st's text
   // (the resumed checkpoint).
-  static bool UnescapePrompt(std::string_view raw, const core::TokenState* st, SerialCache* sc,
-                             size_t* known_prefix, std::string* error);
+  static core::Status UnescapePrompt(std::string_view raw, const core::TokenState* st, SerialCache* sc,
+                                     size_t* known_prefix);
   // Cache bookkeeping (every change of an entry's size goes through these).
   CacheSet::Item& CacheTake(CacheSet* cs, const std::string& key);  // uncharged until CachePut
   void CachePut(CacheSet* cs, CacheSet::Item& item, const std::string& key);

@@ -1,43 +1,32 @@
-#include "proxy/tokenizer_files.h"
+// Reading tokenizer files for the server and the CLI (core/ does no I/O).
+#include "proxy/server.h"
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 
-namespace toktier::cli {
+namespace toktier::proxy {
 
-std::optional<std::string> ReadWholeFile(const std::string& path, std::string* error) {
+core::Status ReadWholeFile(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (error) *error = "cannot open '" + path + "': " + std::strerror(errno);
-    return std::nullopt;
-  }
+  if (!in) return core::Status::Error(core::StatusCode::kIoError, "cannot open '" + path + "': " + std::strerror(errno));
   std::ostringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) {
-    if (error) *error = "cannot read '" + path + "'";
-    return std::nullopt;
-  }
-  return ss.str();
+  if (in.bad()) return core::Status::Error(core::StatusCode::kIoError, "cannot read '" + path + "'");
+  *out = std::move(ss).str();
+  return core::Status::Ok();
 }
 
-std::shared_ptr<const core::Tokenizer> LoadTokenizerFile(const std::string& path, const std::string& encoding_name,
-                                                         std::string* error) {
-  auto bytes = ReadWholeFile(path, error);
-  if (!bytes) return nullptr;
+core::Status LoadTokenizerFile(const std::string& path, const std::string& encoding_name,
+                               std::shared_ptr<const core::Tokenizer>* out) {
+  std::string bytes;
+  if (core::Status st = ReadWholeFile(path, &bytes); !st.ok()) return st;
   core::Status st;
-  auto tok = core::Tokenizer::FromBytes(*bytes, encoding_name, &st);
-  if (!tok && error) *error = "cannot load tokenizer '" + path + "': " + st.message();
-  return tok;
+  auto tok = core::Tokenizer::FromBytes(bytes, encoding_name, &st);
+  if (!tok) return core::Status::Error(st.code(), "cannot load tokenizer '" + path + "': " + st.message());
+  *out = std::move(tok);
+  return core::Status::Ok();
 }
 
-std::shared_ptr<const core::Tokenizer> LoadTokenizerForCommand(const char* command, const TokenizerArgs& args) {
-  std::string error;
-  auto tok = LoadTokenizerFile(args.path, args.encoding, &error);
-  if (!tok) std::fprintf(stderr, "toktier %s: %s\n", command, error.c_str());
-  return tok;
-}
-
-}  // namespace toktier::cli
+}  // namespace toktier::proxy

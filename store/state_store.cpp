@@ -743,30 +743,30 @@ class StoreImpl final : public StateStore {
 
 }  // namespace
 
-std::unique_ptr<StateStore> StateStore::Open(const StoreOptions& options, StoreStatus* status) {
-  StoreStatus dummy;
+std::unique_ptr<StateStore> StateStore::Open(const StoreOptions& options, core::Status* status) {
+  core::Status dummy;
   if (!status) status = &dummy;
   try {
     auto store = std::make_unique<StoreImpl>(options);
     if (options.path.empty()) {
       store->SetMemoryOnly("no data directory configured");
-      *status = StoreStatus::Ok();
+      *status = core::Status::Ok();
       return store;
     }
     std::string error;
     if (store->OpenDb(&error)) {
-      *status = StoreStatus::Ok();
+      *status = core::Status::Ok();
       return store;
     }
     if (options.allow_memory_only_fallback) {
       store->SetMemoryOnly(error);
-      *status = StoreStatus::Ok();
+      *status = core::Status::Ok();
       return store;
     }
-    *status = StoreStatus::Error(error);
+    *status = core::Status::Error(core::StatusCode::kIoError, error);
     return nullptr;
   } catch (const std::exception& e) {
-    *status = StoreStatus::Error(std::string("store: cannot open: ") + e.what());
+    *status = core::Status::Error(core::StatusCode::kIoError, std::string("store: cannot open: ") + e.what());
     return nullptr;
   }
 }

@@ -59,23 +59,6 @@ struct StoreOptions {
   size_t rocksdb_block_cache_bytes = size_t{32} << 20;
 };
 
-class [[nodiscard]] StoreStatus {
- public:
-  static StoreStatus Ok() { return {}; }
-  static StoreStatus Error(std::string m) {
-    StoreStatus s;
-    s.ok_ = false;
-    s.message_ = std::move(m);
-    return s;
-  }
-  bool ok() const { return ok_; }
-  const std::string& message() const { return message_; }
-
- private:
-  bool ok_ = true;
-  std::string message_;
-};
-
 // Where a lookup was answered.
 enum class LookupResult : uint8_t {
   kMemoryHit,
@@ -130,7 +113,7 @@ class StateStore {
 
   // Opens (or creates) the store. On failure returns nullptr with *status set
   // (or a memory-only store when options.allow_memory_only_fallback).
-  static std::unique_ptr<StateStore> Open(const StoreOptions& options, StoreStatus* status);
+  static std::unique_ptr<StateStore> Open(const StoreOptions& options, core::Status* status);
 
   // The live state for `key` (memory tier, else loaded from disk). The state
   // must have been made by `version_hash`; otherwise it is a miss. Returns

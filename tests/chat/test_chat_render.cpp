@@ -13,6 +13,7 @@
 using toktier::chat::ChatTemplate;
 using toktier::chat::RenderOptions;
 using toktier::chat::Status;
+using toktier::chat::StatusCode;
 using toktier::chat::TemplateOptions;
 using Json = nlohmann::ordered_json;
 
@@ -33,7 +34,7 @@ std::string R(const std::string& source, const Json& inputs = Json::object()) {
   return out;
 }
 
-Status::Code ErrorCode(const std::string& source, const Json& inputs = Json::object(), RenderOptions options = {}) {
+StatusCode ErrorCode(const std::string& source, const Json& inputs = Json::object(), RenderOptions options = {}) {
   std::string out;
   return RenderWith(source, inputs, &out, options).code();
 }
@@ -112,15 +113,15 @@ TEST_CASE("chat: methods") {
 TEST_CASE("chat: errors name their cause") {
   std::string out;
   Status s = RenderWith("{{ raise_exception('bad role') }}", Json::object(), &out);
-  CHECK(s.code() == Status::Code::kRaised);
+  CHECK(s.code() == StatusCode::kRaised);
   CHECK(s.message() == "bad role");
-  CHECK(ErrorCode("{% include 'x' %}") == Status::Code::kUnsupported);
-  CHECK(ErrorCode("{% if x %}") == Status::Code::kSyntaxError);
-  CHECK(ErrorCode("{{ x | nosuchfilter }}", {{"x", "s"}}) == Status::Code::kRenderError);
-  CHECK(ErrorCode("{{ x is nosuchtest }}") == Status::Code::kRenderError);
-  CHECK(ErrorCode("{{ 'a' ~ undefined_var }}") == Status::Code::kRenderError);
-  CHECK(ErrorCode("{{ strftime_now('%Y') }}") == Status::Code::kUnsupported);
-  CHECK(ErrorCode("{{ 'É' | lower }}") == Status::Code::kUnsupported);
+  CHECK(ErrorCode("{% include 'x' %}") == StatusCode::kUnsupported);
+  CHECK(ErrorCode("{% if x %}") == StatusCode::kSyntaxError);
+  CHECK(ErrorCode("{{ x | nosuchfilter }}", {{"x", "s"}}) == StatusCode::kRenderError);
+  CHECK(ErrorCode("{{ x is nosuchtest }}") == StatusCode::kRenderError);
+  CHECK(ErrorCode("{{ 'a' ~ undefined_var }}") == StatusCode::kRenderError);
+  CHECK(ErrorCode("{{ strftime_now('%Y') }}") == StatusCode::kUnsupported);
+  CHECK(ErrorCode("{{ 'É' | lower }}") == StatusCode::kUnsupported);
   RenderOptions now;
   now.now_unix_seconds = 1764581400;  // 2025-12-01 09:30 UTC
   std::string date;
@@ -131,16 +132,16 @@ TEST_CASE("chat: errors name their cause") {
 TEST_CASE("chat: hostile templates hit limits, not crashes") {
   RenderOptions tight;
   tight.max_loop_iterations = 10000;
-  CHECK(ErrorCode("{% for i in range(100000) %}{% endfor %}", Json::object(), tight) == Status::Code::kLimitExceeded);
-  CHECK(ErrorCode("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}") == Status::Code::kLimitExceeded);
+  CHECK(ErrorCode("{% for i in range(100000) %}{% endfor %}", Json::object(), tight) == StatusCode::kLimitExceeded);
+  CHECK(ErrorCode("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}") == StatusCode::kLimitExceeded);
   tight.max_output_bytes = 1000;
   CHECK(ErrorCode("{% set ns = namespace(s='xx') %}{% for i in range(50) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
-                  Json::object(), tight) == Status::Code::kLimitExceeded);
+                  Json::object(), tight) == StatusCode::kLimitExceeded);
   std::string deep(5000, '(');
-  CHECK(ErrorCode("{{ " + deep + "1 }}") == Status::Code::kLimitExceeded);
+  CHECK(ErrorCode("{{ " + deep + "1 }}") == StatusCode::kLimitExceeded);
   std::string nested;
   for (int i = 0; i < 400; ++i) nested += "{% if true %}";
-  CHECK(ErrorCode(nested) == Status::Code::kLimitExceeded);
+  CHECK(ErrorCode(nested) == StatusCode::kLimitExceeded);
 }
 
 TEST_CASE("chat: request to template inputs") {
@@ -158,12 +159,12 @@ TEST_CASE("chat: request to template inputs") {
   CHECK_FALSE(inputs.contains("model"));
   CHECK(R("{{ bos_token }}{{ messages[0].content }}{{ eos_token }}{{ add_generation_prompt }}", inputs) == "<B>hi<E>true");
   request["add_generation_prompt"] = "yes";
-  CHECK(toktier::chat::BuildChatInputs(request, config, &inputs).code() == Status::Code::kInvalidArgument);
+  CHECK(toktier::chat::BuildChatInputs(request, config, &inputs).code() == StatusCode::kInvalidArgument);
   CHECK(toktier::chat::BuildChatInputs(Json::parse(R"({"prompt": "x"})"), config, &inputs).code() ==
-        Status::Code::kInvalidArgument);
+        StatusCode::kInvalidArgument);
   // A kwarg named like a global fails as in the reference ("already declared").
   std::string out;
-  CHECK(RenderWith("x", Json{{"range", 1}}, &out).code() == Status::Code::kRenderError);
+  CHECK(RenderWith("x", Json{{"range", 1}}, &out).code() == StatusCode::kRenderError);
 }
 
 TEST_CASE("chat: a compiled template renders on many threads at once") {
@@ -187,10 +188,10 @@ TEST_CASE("chat: a compiled template renders on many threads at once") {
 TEST_CASE("chat: values built in a loop cannot nest without bound") {
   // Freeing or printing a million-deep list would recurse a million frames.
   CHECK(ErrorCode("{% set ns = namespace(x=[]) %}{% for i in range(100000) %}{% set ns.x = [ns.x] %}{% endfor %}") ==
-        Status::Code::kLimitExceeded);
+        StatusCode::kLimitExceeded);
   CHECK(ErrorCode("{% set ns = namespace(x=1) %}{% for i in range(100000) %}{% set ns.x = {'a': ns.x} %}{% endfor %}") ==
-        Status::Code::kLimitExceeded);
+        StatusCode::kLimitExceeded);
   // A namespace inside a namespace attribute could form a cycle: refused.
-  CHECK(ErrorCode("{% set ns = namespace() %}{% set ns.me = ns %}") == Status::Code::kUnsupported);
+  CHECK(ErrorCode("{% set ns = namespace() %}{% set ns.me = ns %}") == StatusCode::kUnsupported);
   CHECK(R("{% set ns = namespace(x=[]) %}{% for i in range(3) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}") == "[[[[]]]]");
 }

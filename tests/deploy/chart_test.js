@@ -286,6 +286,32 @@ for (const set of sets) {
         'routing.hashAuthorization adds the Authorization header to the hash key');
 }
 
+// Every config field a value set names is an option of toktier's option
+// table (config/config_options.cpp, `toktier config-reference --paths`).
+{
+  const r = lib.run(toktier, ['config-reference', '--paths']);
+  const known = new Set(r.out.trim().split('\n'));
+  check(r.code === 0 && known.has('limits.body_bytes') && known.has('models[].tool_parser'),
+        `toktier config-reference --paths lists the options (${r.code}): ${r.err.trim()}`);
+  const leaves = (o, prefix, out) => {
+    for (const k of Object.keys(o || {})) {
+      const p = prefix ? `${prefix}.${k}` : k;
+      if (p === 'models') {
+        for (const m of o[k] || []) for (const f of Object.keys(m)) out.push(`models[].${f}`);
+      } else if (o[k] && typeof o[k] === 'object' && !Array.isArray(o[k])) {
+        leaves(o[k], p, out);
+      } else {
+        out.push(p);
+      }
+    }
+    return out;
+  };
+  for (const { label, file } of sets) {
+    const unknown = leaves(merged(file).config, '', []).filter((p) => !known.has(p));
+    check(unknown.length === 0, `${label}: config fields not in toktier's option table: ${unknown.join(', ')}`);
+  }
+}
+
 // Value sets that must not render.
 const bad = [
   ['grace period not above the drain', null, ['--set', 'terminationGracePeriodSeconds=30'], /must exceed/],

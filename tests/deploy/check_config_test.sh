@@ -29,7 +29,7 @@ expect 2 "cannot read|No such file|model qwen3" '{"models":[{"name":"qwen3","tok
 expect 2 "unknown field 'listne'" '{"listne":"0.0.0.0"}'
 expect 2 "backend URL must be http://host:port: 'https://x:1'" '{"backends":["https://x:1"]}'
 expect 2 "listen: not an IP address" '{"listen":"example.com"}'
-expect 2 "workers: must be positive" '{"workers":0}'
+expect 2 "workers: must be within \[1, 256\] \(is 0\)" '{"workers":0}'
 expect 2 "shadow_sample_rate" '{"shadow_sample_rate":1.5}'
 expect 2 "used twice" '{"models":[{"name":"a","tokenizer":"'"$tok"'"},{"name":"b","aliases":["a"],"tokenizer":"'"$tok"'"}]}'
 expect 2 "session_headers: not an HTTP field name" '{"session_headers":["x session"]}'

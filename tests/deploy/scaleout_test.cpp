@@ -41,8 +41,8 @@
 
 #include "http_client.h"
 #include "mock_engine.h"
-#include "proxy/session_file.h"
-#include "proxy/tokenizer_files.h"
+#include "cli/cli.h"
+#include "proxy/server.h"
 #include "test_support.h"
 
 namespace fs = std::filesystem;
@@ -234,8 +234,7 @@ std::vector<Session> LoadSessions(size_t count, size_t steps, std::string* sourc
   for (const auto& f : files) {
     if (out.size() == count) break;
     Session s;
-    std::string err;
-    if (!toktier::cli::ReadSessionPrompts(f, &s.prompts, &err) || s.prompts.size() < steps) continue;
+    if (!toktier::cli::ReadSessionPrompts(f, &s.prompts).ok() || s.prompts.size() < steps) continue;
     s.prompts.resize(steps);
     if (s.prompts.back().size() > 200000) continue;  // keep the run short
     s.id = "sess-" + std::to_string(out.size()) + "-" + fs::path(f).stem().string();
@@ -526,9 +525,8 @@ TEST_CASE("nginx consistent hashing over toktier replicas: kill and add keep IDs
   std::map<std::string, const std::string*> text_of;
   for (const auto& s : h.sessions)
     for (size_t k = 0; k < s.prompts.size(); ++k) text_of[s.id + "#" + std::to_string(k)] = &s.prompts[k];
-  std::string err;
-  auto tok = toktier::cli::LoadTokenizerFile(tokenizer, "", &err);
-  REQUIRE(tok);
+  std::shared_ptr<const toktier::core::Tokenizer> tok;
+  REQUIRE(toktier::proxy::LoadTokenizerFile(tokenizer, "", &tok).ok());
   size_t checked = 0, mismatched = 0;
   std::vector<uint32_t> ids;
   for (const auto& req : engine.Requests()) {

@@ -12,10 +12,10 @@
 
 #include "engine_process.h"
 #include "http_client.h"
-#include "proxy/chat_forward.h"
-#include "proxy/config.h"
+#include "api/api.h"
+#include "cli/cli.h"
 #include "proxy/server.h"
-#include "proxy/session_file.h"
+#include "proxy/tokenize_service.h"  // LoadChatModel
 #include "test_support.h"
 
 using json = nlohmann::json;
@@ -35,15 +35,15 @@ std::string Rendered(const Family& f, const ojson& request) {
   proxy::ModelConfig mc;
   mc.name = f.model;
   mc.tokenizer = TokenizerPath(f.tokenizer);
-  mc.chat_forward = "completions";
-  proxy::ChatModel cm;
-  std::string err;
-  REQUIRE_MESSAGE(proxy::LoadChatModel(mc, "text", &cm, &err), err);
-  proxy::ChatRequest req;
-  proxy::RequestError rerr;
-  REQUIRE(proxy::ParseChatRequest(request.dump(), &req, &rerr));
+  mc.chat_forward = api::ChatForward::kCompletions;
+  api::ChatModel cm;
+  const core::Status loaded = proxy::LoadChatModel(mc, api::ChatForward::kText, &cm);
+  REQUIRE_MESSAGE(loaded.ok(), loaded.message());
+  api::ChatRequest req;
+  api::RequestError rerr;
+  REQUIRE(api::ParseChatRequest(request.dump(), &req, &rerr));
   std::string prompt;
-  auto s = proxy::RenderChatPrompt(cm, req, 0, &prompt);
+  auto s = api::RenderChatPrompt(cm, req, 0, &prompt);
   REQUIRE_MESSAGE(s.ok(), s.ToString());
   return prompt;
 }
@@ -82,7 +82,7 @@ TEST_CASE("chat through toktier (completions mode) in front of llama.cpp equals 
   c.data_dir = "";
   c.health_interval_ms = 100;
   c.shadow_sample_rate = 0;
-  c.chat_forward = "completions";
+  c.chat_forward = api::ChatForward::kCompletions;
   for (const auto& f : kFamilies) {
     proxy::ModelConfig m;
     m.name = f.model;
@@ -90,8 +90,8 @@ TEST_CASE("chat through toktier (completions mode) in front of llama.cpp equals 
     c.models.push_back(m);
   }
   proxy::Server server(c);
-  std::string err;
-  REQUIRE_MESSAGE(server.Start(&err), err);
+  const core::Status started = server.Start();
+  REQUIRE_MESSAGE(started.ok(), started.message());
   HttpClient client(server.port()), direct(engine.port);
 
   // Turns of one workload conversation (chatml parsed back into messages).
@@ -101,7 +101,7 @@ TEST_CASE("chat through toktier (completions mode) in front of llama.cpp equals 
                                                            "mini-swe-agent" / "chatml")) {
     if (file.empty() || e.path().string() < file) file = e.path().string();
   }
-  REQUIRE(cli::ReadSessionPrompts(file, &prompts, &err));
+  REQUIRE(cli::ReadSessionPrompts(file, &prompts).ok());
   size_t checked = 0, evaluated = 0, prompt_tokens = 0;
   for (const auto& f : kFamilies) {
     for (size_t s = 0; s < prompts.size() && s < 4 && prompts[s].size() < 24000; ++s) {

@@ -15,9 +15,8 @@
 
 #include "engine_process.h"
 #include "http_client.h"
-#include "proxy/config.h"
 #include "proxy/server.h"
-#include "proxy/session_file.h"
+#include "cli/cli.h"
 #include "test_support.h"
 
 using nlohmann::json;
@@ -117,8 +116,8 @@ std::vector<std::string> Sessions(const std::string& format, size_t n) {
 // the calls while the prompt stays under max_bytes (at least the first).
 std::vector<std::string> ShortPrompts(const std::string& file, size_t max_calls, size_t max_bytes) {
   std::vector<std::string> prompts, out;
-  std::string err;
-  REQUIRE_MESSAGE(cli::ReadSessionPrompts(file, &prompts, &err), err);
+  const auto read = cli::ReadSessionPrompts(file, &prompts);
+    REQUIRE_MESSAGE(read.ok(), read.message());
   for (const auto& p : prompts) {
     if (out.size() >= max_calls || (p.size() > max_bytes && !out.empty())) break;
     out.push_back(p.size() > max_bytes ? p.substr(0, max_bytes - max_bytes % 4) : p);
@@ -173,8 +172,8 @@ TEST_CASE("replayed sessions through toktier reach llama.cpp as its own tokeniza
   }
   HttpClient direct(Engine().port);
   proxy::Server server(ProxyConfig(Engine().url()));
-  std::string err;
-  REQUIRE_MESSAGE(server.Start(&err), err);
+  const core::Status started = server.Start();
+  REQUIRE_MESSAGE(started.ok(), started.message());
   HttpClient client(server.port());
   for (const auto& f : kFamilies) {
     const std::string m = f.model;
@@ -242,8 +241,8 @@ TEST_CASE("greedy completions and their streams through toktier equal those for 
   }
   HttpClient direct(Engine().port);
   proxy::Server server(ProxyConfig(Engine().url()));
-  std::string err;
-  REQUIRE_MESSAGE(server.Start(&err), err);
+  const core::Status started = server.Start();
+  REQUIRE_MESSAGE(started.ok(), started.message());
   HttpClient client(server.port());
   size_t nonempty = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -304,8 +303,8 @@ TEST_CASE("where llama.cpp tokenizes differently from HF, the guard switches the
   CHECK(EngineTokenize(direct, "qwen3", "resistance in \u03a9") == Ours("qwen3", "resistance in \u03a9"));
 
   proxy::Server server(ProxyConfig(Engine().url(), {qwen_canary, llama_canary}));
-  std::string err;
-  REQUIRE_MESSAGE(server.Start(&err), err);
+  const core::Status started = server.Start();
+  REQUIRE_MESSAGE(started.ok(), started.message());
   HttpClient client(server.port());
   for (const auto& f : kFamilies) {
     const std::string m = f.model;

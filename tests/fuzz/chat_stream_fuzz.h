@@ -10,26 +10,26 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
-#include "proxy/chat_response.h"
+#include "api/api.h"
 
 namespace toktier::fuzz {
 
 // The options both targets draw from the knob byte: the tool-call format
 // (bits 0-1) and reasoning (bit 2); the callers set what else their bits mean.
-inline proxy::ChatTranslateOptions FuzzTranslateOptions(uint8_t knobs) {
-  proxy::ChatTranslateOptions o;
+inline api::ChatTranslateOptions FuzzTranslateOptions(uint8_t knobs) {
+  api::ChatTranslateOptions o;
   o.id = "chatcmpl-fuzz";
   o.created = 1;
   o.model = "m";
-  o.tools = static_cast<proxy::ToolCallFormat>(knobs & 3);
+  o.tools = static_cast<api::ToolCallFormat>(knobs & 3);
   o.reasoning = knobs & 4;
   return o;
 }
 
 // Feeds `body` to a fresh translator `step` bytes at a time, then finishes.
-inline bool TranslateStream(const proxy::ChatTranslateOptions& o, std::string_view body, size_t step,
+inline bool TranslateStream(const api::ChatTranslateOptions& o, std::string_view body, size_t step,
                             std::string* out) {
-  proxy::ChatStreamTranslator tr(o);
+  api::ChatStreamTranslator tr(o);
   for (size_t at = 0; at < body.size(); at += step) {
     if (!tr.Feed(body.substr(at, step), out)) return false;
   }

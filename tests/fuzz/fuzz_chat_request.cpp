@@ -1,4 +1,4 @@
-// A /v1/chat/completions body (untrusted client bytes, proxy/chat_forward.h):
+// A /v1/chat/completions body (untrusted client bytes, api/chat_request.h):
 // it parses or is a 400; a parsed request's body for the engine, in every
 // chat_forward mode, is one JSON object once the IDs are spliced in, and its
 // vllm-mode decoding options are read without failing. Inputs expand deep
@@ -12,9 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz_support.h"
-#include "proxy/chat_forward.h"
+#include "api/api.h"
 
-using namespace toktier::proxy;
+using namespace toktier::api;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body = toktier::fuzz::ExpandNesting({reinterpret_cast<const char*>(data), size});

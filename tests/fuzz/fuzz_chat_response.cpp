@@ -1,5 +1,5 @@
 // The chat translation of an engine's completions answer (untrusted engine
-// bytes, proxy/chat_response.h): the first byte picks the tool-call format,
+// bytes, api/chat_response.h): the first byte picks the tool-call format,
 // reasoning and how the stream is cut; the rest is the engine's body. As a
 // whole body: a translation that succeeds is one chat.completion object. As
 // an SSE stream fed in pieces: it succeeds or fails as it does fed whole, and
@@ -11,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chat_stream_fuzz.h"
-#include "proxy/chat_response.h"
+#include "api/api.h"
 
-using toktier::proxy::ChatTranslateOptions;
+using toktier::api::ChatTranslateOptions;
 
 namespace {
 
@@ -30,8 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.think_open_in_prompt = knobs & 8;
 
   std::string chat;
-  std::string error;
-  if (toktier::proxy::TranslateCompletion(body, o, &chat, &error)) {
+  if (toktier::api::TranslateCompletion(body, o, &chat).ok()) {
     auto j = nlohmann::json::parse(chat, nullptr, false);
     Check(j.is_object() && j["object"] == "chat.completion", "a translated body is a chat.completion");
     Check(j["choices"].is_array(), "a translated body has choices");

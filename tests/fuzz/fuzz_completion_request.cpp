@@ -9,8 +9,7 @@
 #include <string>
 
 #include "fuzz_support.h"
-#include "proxy/completion_request.h"
-#include "proxy/json_string.h"
+#include "api/api.h"
 
 namespace {
 
@@ -30,7 +29,7 @@ static struct Report {
 } g_report;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace toktier::proxy;
+  using namespace toktier::api;
   std::string body;
   body = toktier::fuzz::ExpandNesting({reinterpret_cast<const char*>(data), size});
   body.reserve(body.size() + JsonPadding());
@@ -45,9 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < req.prompts.size(); ++i) {
     std::string_view raw = RawPrompt(body, req, i);
     Check(req.prompts[i].begin >= req.prompt_begin && req.prompts[i].end <= req.prompt_end, "item outside prompt");
-    std::string text, error;
+    std::string text;
     std::vector<JsonStringCheckpoint> cps;
-    const bool ok = UnescapeJsonString(raw, &text, 0, &cps, &error);
+    const bool ok = UnescapeJsonString(raw, &text, 0, &cps).ok();
     auto ref = nlohmann::json::parse("\"" + std::string(raw) + "\"", nullptr, false);
     Check(ok == (!ref.is_discarded() && ref.is_string()), "unescaper and nlohmann disagree on validity");
     if (!ok) continue;
@@ -55,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(text == ref.get<std::string>(), "unescaped text differs from nlohmann's");
     for (const auto& c : cps) {
       std::string resumed = text.substr(0, c.text_offset);
-      Check(UnescapeJsonString(raw.substr(c.raw_offset), &resumed, c.raw_offset, nullptr, &error) && resumed == text,
+      Check(UnescapeJsonString(raw.substr(c.raw_offset), &resumed, c.raw_offset, nullptr).ok() && resumed == text,
             "resuming at a checkpoint changed the text");
     }
   }

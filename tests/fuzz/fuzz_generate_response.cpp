@@ -1,6 +1,6 @@
 // vLLM's /inference/v1/generate answers (untrusted engine bytes: token IDs)
-// translated to chat by the "vllm" mode (proxy/chat_response.h with
-// decode_with, proxy/token_text.h). The first byte picks the tool-call
+// translated to chat by the "vllm" mode (api/chat_response.h with
+// decode_with, api/token_text.h). The first byte picks the tool-call
 // format, reasoning, stop strings, skip_special_tokens and the stream's
 // cuts; the rest is the engine's body. A translated body is one
 // chat.completion; a stream fails or not whatever its cuts, writes only
@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chat_stream_fuzz.h"
-#include "proxy/chat_response.h"
+#include "api/api.h"
 
-using toktier::proxy::ChatTranslateOptions;
+using toktier::api::ChatTranslateOptions;
 
 namespace {
 
@@ -52,8 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (knobs & 16) o.decode.stop = {"\n\n", "</", "é"};
   o.decode.include_stop_str_in_output = knobs & 32;
 
-  std::string chat, error;
-  if (toktier::proxy::TranslateCompletion(body, o, &chat, &error)) {
+  std::string chat;
+  if (toktier::api::TranslateCompletion(body, o, &chat).ok()) {
     auto j = nlohmann::json::parse(chat, nullptr, false);
     Check(j.is_object() && j["object"] == "chat.completion", "a translated body is a chat.completion");
   }

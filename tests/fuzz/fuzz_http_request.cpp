@@ -13,7 +13,7 @@
 #include <boost/beast/http.hpp>
 #include <nlohmann/json.hpp>
 
-#include "proxy/completion_request.h"
+#include "api/api.h"
 #include "fuzz_support.h"
 #include "http_feed.h"
 #include "proxy/http_rules.h"
@@ -26,19 +26,19 @@ void Check(bool ok, const char* what) { toktier::fuzz::Check(ok, "fuzz_http_requ
 
 void CheckBody(const std::string& body) {
   std::string padded = body;
-  padded.reserve(body.size() + toktier::proxy::JsonPadding());
-  toktier::proxy::CompletionRequest req;
-  toktier::proxy::RequestError err;
-  if (toktier::proxy::ParseCompletionRequest(padded, &req, &err)) {
+  padded.reserve(body.size() + toktier::api::JsonPadding());
+  toktier::api::CompletionRequest req;
+  toktier::api::RequestError err;
+  if (toktier::api::ParseCompletionRequest(padded, &req, &err)) {
     Check(req.prompt_begin <= req.prompt_end && req.prompt_end <= padded.size(), "prompt range inside the body");
     for (const auto& r : req.prompts) Check(r.begin <= r.end && r.end <= padded.size(), "raw prompt range");
-    Check(!req.prompts.empty() || req.kind == toktier::proxy::PromptKind::kTokens, "a text prompt has strings");
+    Check(!req.prompts.empty() || req.kind == toktier::api::PromptKind::kTokens, "a text prompt has strings");
   } else {
     Check(err.status >= 400 && err.status < 600, "error status");
-    Check(!nlohmann::json::parse(toktier::proxy::ErrorJson(err), nullptr, false).is_discarded(),
+    Check(!nlohmann::json::parse(toktier::api::ErrorJson(err), nullptr, false).is_discarded(),
           "error body is JSON");
   }
-  (void)toktier::proxy::ModelOfJsonBody(padded);
+  (void)toktier::api::ModelOfJsonBody(padded);
 }
 
 }  // namespace

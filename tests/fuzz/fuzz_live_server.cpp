@@ -30,7 +30,6 @@
 
 #include "fuzz_support.h"
 #include "mock_engine.h"
-#include "proxy/config.h"
 #include "proxy/server.h"
 #include "raw_socket.h"
 
@@ -148,14 +147,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   toktier::proxy::ModelConfig m;
   m.name = "qwen3";
   m.tokenizer = toktier::test::TokenizerPath("qwen3");
-  m.chat_forward = "completions";
-  m.tool_parser = "hermes";
+  m.chat_forward = toktier::api::ChatForward::kCompletions;
+  m.tool_parser = toktier::api::ToolCallFormat::kHermes;
   m.reasoning = true;
   c.models.push_back(m);
   live->server = std::make_unique<toktier::proxy::Server>(c);
-  std::string err;
-  if (!live->server->Start(&err)) {
-    std::fprintf(stderr, "fuzz_live_server: proxy start: %s\n", err.c_str());
+  if (const toktier::core::Status st = live->server->Start(); !st.ok()) {
+    std::fprintf(stderr, "fuzz_live_server: proxy start: %s\n", st.message().c_str());
     std::abort();
   }
   g_live = live;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/session_file.h"
+#include "cli/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path =
@@ -17,7 +17,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
   std::vector<std::string> prompts;
-  std::string error;
-  toktier::cli::ReadSessionPrompts(path, &prompts, &error);
+  (void)toktier::cli::ReadSessionPrompts(path, &prompts);
   return 0;
 }

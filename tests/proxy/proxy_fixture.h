@@ -13,7 +13,6 @@
 
 #include "http_client.h"
 #include "mock_engine.h"
-#include "proxy/config.h"
 #include "proxy/server.h"
 #include "test_support.h"
 
@@ -53,10 +52,10 @@ inline proxy::Config TestConfig(const MockEngine& engine) {
 // its Hermes tool calls and <think> reasoning).
 inline proxy::Config ChatConfig(const MockEngine& engine, const std::string& mode) {
   proxy::Config c = TestConfig(engine);
-  c.chat_forward = mode;
+  REQUIRE_MESSAGE(api::ParseChatForward(mode, &c.chat_forward), "unknown chat_forward " << mode);
   for (auto& m : c.models) {
     if (m.name == "qwen3") {
-      m.tool_parser = "hermes";
+      m.tool_parser = api::ToolCallFormat::kHermes;
       m.reasoning = true;
     }
   }
@@ -72,9 +71,9 @@ inline bool TokenizersPresent() {
 
 struct Proxy {
   explicit Proxy(proxy::Config c) : server(std::move(c)) {
-    std::string err;
-    ok = server.Start(&err);
-    if (!ok) FAIL("proxy start: " << err);
+    const core::Status started = server.Start();
+    ok = started.ok();
+    if (!ok) FAIL("proxy start: " << started.message());
   }
   uint16_t port() const { return server.port(); }
   proxy::Server server;

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
-#include "proxy/session_file.h"
+#include "cli/cli.h"
 #include "proxy_fixture.h"
 
 using namespace toktier;
@@ -63,8 +63,8 @@ std::vector<std::vector<ojson>> Conversations(size_t sessions, size_t max_calls,
   std::sort(files.begin(), files.end());
   for (size_t i = 0; i < files.size() && out.size() < sessions; ++i) {
     std::vector<std::string> prompts;
-    std::string err;
-    REQUIRE_MESSAGE(cli::ReadSessionPrompts(files[i], &prompts, &err), err);
+    const auto read = cli::ReadSessionPrompts(files[i], &prompts);
+    REQUIRE_MESSAGE(read.ok(), read.message());
     std::vector<ojson> turns;
     for (const auto& p : prompts) {
       if (turns.size() >= max_calls || p.size() > max_bytes) break;

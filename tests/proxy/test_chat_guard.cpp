@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "chat/chat_template.h"
-#include "proxy/chat_forward.h"
+#include "api/api.h"
 #include "proxy_fixture.h"
 
 using namespace toktier;
@@ -25,7 +25,7 @@ namespace {
 std::vector<uint32_t> ReferenceCanaryIds() {
   auto cfg_path = std::filesystem::path(TokenizerPath("qwen3")).parent_path() / "tokenizer_config.json";
   ojson cfg = ojson::parse(ReadFile(cfg_path.string()).value_or("{}"));
-  ojson body = proxy::ChatGuardCanary("qwen3");
+  ojson body = api::ChatGuardCanary("qwen3");
   body["add_generation_prompt"] = true;
   ojson inputs;
   REQUIRE(chat::BuildChatInputs(body, cfg, &inputs).ok());
@@ -51,7 +51,7 @@ struct GuardedProxy {
     };
     c = TestConfig(engine);
     c.guard_enabled = true;
-    c.chat_forward = "completions";
+    c.chat_forward = api::ChatForward::kCompletions;
   }
   proxy::Config c;
 };
@@ -71,7 +71,7 @@ TEST_CASE("the guard compares the engine's chat rendering with ours and switches
       json j = json::parse(request);
       CHECK(j["add_generation_prompt"] == true);
       CHECK(j["add_special_tokens"] == false);
-      CHECK(j["messages"] == json::parse(proxy::ChatGuardCanary("qwen3").dump())["messages"]);
+      CHECK(j["messages"] == json::parse(api::ChatGuardCanary("qwen3").dump())["messages"]);
       return j["model"] == "qwen3" ? reference : std::vector<uint32_t>{};
     };
     Proxy p(g.c);

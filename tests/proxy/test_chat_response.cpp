@@ -1,4 +1,4 @@
-// proxy/chat_response: completions -> chat completions, bodies and streams.
+// api/chat_response: completions -> chat completions, bodies and streams.
 // Every text case is also streamed (fed whole, byte by byte, and in random
 // pieces) and the stream's deltas must add up to the non-streaming message.
 #include <doctest/doctest.h>
@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "proxy/chat_response.h"
+#include "api/api.h"
 
 namespace toktier::test {
 namespace {
 
 using nlohmann::json;
-using proxy::ChatStreamTranslator;
-using proxy::ChatTranslateOptions;
-using proxy::ToolCallFormat;
+using api::ChatStreamTranslator;
+using api::ChatTranslateOptions;
+using api::ToolCallFormat;
 
 const std::string kDsCallsBegin = "<｜tool▁calls▁begin｜>";
 const std::string kDsCallsEnd = "<｜tool▁calls▁end｜>";
@@ -51,10 +51,10 @@ std::string CompletionJson(const json& choices) {
 }
 
 json Translate(const std::string& completion, const ChatTranslateOptions& options) {
-  std::string chat, error;
-  bool ok = proxy::TranslateCompletion(completion, options, &chat, &error);
-  INFO(error);
-  REQUIRE(ok);
+  std::string chat;
+  core::Status st = api::TranslateCompletion(completion, options, &chat);
+  INFO(st.message());
+  REQUIRE(st.ok());
   return json::parse(chat);
 }
 
@@ -268,8 +268,8 @@ TEST_CASE("chat response: plain content, exact body") {
       R"({"id":"cmpl-1","object":"text_completion","created":1,"model":"m","choices":[{"index":0,"text":"Hello",)"
       R"("logprobs":null,"finish_reason":"stop","stop_reason":null,"prompt_token_ids":[1,2]}],)"
       R"("usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6},"timings":{"x":1}})";
-  std::string chat, error;
-  REQUIRE(proxy::TranslateCompletion(completion, Options(), &chat, &error));
+  std::string chat;
+  REQUIRE(api::TranslateCompletion(completion, Options(), &chat).ok());
   CHECK(chat ==
         R"({"id":"chatcmpl-t1","object":"chat.completion","created":42,"model":"client-model","choices":[{"index":0,)"
         R"("message":{"role":"assistant","content":"Hello"},"logprobs":null,"finish_reason":"stop"}],)"
@@ -287,20 +287,21 @@ TEST_CASE("chat response: n=2 choices and usage copied as is") {
   CHECK(chat["choices"][1]["index"] == 1);
   CHECK(chat["choices"][1]["message"]["content"] == "two");
   CHECK(chat["choices"][1]["finish_reason"] == "length");
-  std::string raw, error;
-  REQUIRE(proxy::TranslateCompletion(completion, Options(), &raw, &error));
+  std::string raw;
+  REQUIRE(api::TranslateCompletion(completion, Options(), &raw).ok());
   CHECK(raw.ends_with(
       R"("usage":{"total_tokens":9,"prompt_tokens":5,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":2}}})"));
 }
 
 TEST_CASE("chat response: malformed engine bodies") {
-  std::string chat, error;
+  std::string chat;
   for (const char* bad : {"", "{", "[]", R"({"choices":{}})", R"({"object":"text_completion"})",
                           R"({"choices":[1]})", R"({"choices":[{"text":5}]})", R"({"choices":[{"index":-1}]})",
                           R"({"choices":[{"text":"a","finish_reason":3}]})"}) {
     INFO(bad);
-    CHECK(!proxy::TranslateCompletion(bad, Options(), &chat, &error));
-    CHECK(!error.empty());
+    core::Status st = api::TranslateCompletion(bad, Options(), &chat);
+    CHECK(!st.ok());
+    CHECK(!st.message().empty());
   }
 }
 

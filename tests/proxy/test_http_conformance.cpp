@@ -126,7 +126,7 @@ TEST_CASE("invalid UTF-8 in a request body is a 400 on every API the proxy reads
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   proxy::Config cfg = TestConfig(engine);
-  cfg.chat_forward = "sglang";
+  cfg.chat_forward = api::ChatForward::kSglang;
   Proxy p(cfg);
   HttpClient c(p.port());
   const std::string bad = "caf\xe9 \xff\xfe";

@@ -1,5 +1,5 @@
 // Deeply nested JSON never reaches a recursive copy, dump or render
-// (proxy/json_limits.h): a 100 KB chat body with 50,000 nested brackets used
+// (api/json_limits.h): a 100 KB chat body with 50,000 nested brackets used
 // to overflow an I/O thread's stack in PlanChatForward (issue 34). Every API
 // the proxy parses answers a body nested deeper than limits.json_max_depth
 // with a 400 in its error shape; bodies at the bound take the token path; the
@@ -10,7 +10,7 @@
 #include <random>
 #include <string>
 
-#include "proxy/json_limits.h"
+#include "api/api.h"
 #include "proxy_fixture.h"
 
 namespace toktier::test {
@@ -82,24 +82,24 @@ TEST_CASE("json nesting: the scan agrees with the parsed depth, brackets in stri
     const std::string text = v.dump();
     const size_t depth = DepthOf(v);
     INFO(text);
-    CHECK_FALSE(proxy::JsonNestingExceeds(text, depth));
-    if (depth > 0) CHECK(proxy::JsonNestingExceeds(text, depth - 1));
+    CHECK_FALSE(api::JsonNestingExceeds(text, depth));
+    if (depth > 0) CHECK(api::JsonNestingExceeds(text, depth - 1));
   }
-  CHECK(proxy::JsonNestingExceeds(Nested(50000), 128));
-  CHECK_FALSE(proxy::JsonNestingExceeds("\"" + std::string(1000, '[') + "\"", 1));
-  CHECK_FALSE(proxy::JsonNestingExceeds("[\"\\\"[[[\"]", 1));
+  CHECK(api::JsonNestingExceeds(Nested(50000), 128));
+  CHECK_FALSE(api::JsonNestingExceeds("\"" + std::string(1000, '[') + "\"", 1));
+  CHECK_FALSE(api::JsonNestingExceeds("[\"\\\"[[[\"]", 1));
   // Not JSON at all: never more than the brackets outside strings.
-  CHECK_FALSE(proxy::JsonNestingExceeds("\"\\", 0));
-  CHECK(proxy::JsonNestingExceeds("x[y", 0));
+  CHECK_FALSE(api::JsonNestingExceeds("\"\\", 0));
+  CHECK(api::JsonNestingExceeds("x[y", 0));
 }
 
 TEST_CASE("json nesting: ParseBoundedJson refuses too deep before parsing and parses what is within") {
   nlohmann::ordered_json out;
-  CHECK(proxy::ParseBoundedJson(Nested(129), 128, &out) == proxy::JsonParseOutcome::kTooDeep);
+  CHECK(api::ParseBoundedJson(Nested(129), 128, &out) == api::JsonParseOutcome::kTooDeep);
   CHECK(out.is_discarded());
-  CHECK(proxy::ParseBoundedJson(Nested(128), 128, &out) == proxy::JsonParseOutcome::kOk);
-  CHECK(proxy::ParseBoundedJson("{\"a\":1} x", 128, &out) == proxy::JsonParseOutcome::kMalformed);
-  CHECK(proxy::ParseBoundedJson("\"\xff\"", 128, &out) == proxy::JsonParseOutcome::kMalformed);
+  CHECK(api::ParseBoundedJson(Nested(128), 128, &out) == api::JsonParseOutcome::kOk);
+  CHECK(api::ParseBoundedJson("{\"a\":1} x", 128, &out) == api::JsonParseOutcome::kMalformed);
+  CHECK(api::ParseBoundedJson("\"\xff\"", 128, &out) == api::JsonParseOutcome::kMalformed);
 }
 
 TEST_CASE("a chat body nested 50,000 deep anywhere is a 400 in every chat mode, and the proxy keeps serving") {
@@ -129,7 +129,7 @@ TEST_CASE("chat bodies nested exactly to the bound take the token path; one leve
   proxy::Config cfg = ChatConfig(engine, "sglang");
   // The largest bound --check-config accepts, so the renderer's and the
   // serializer's recursion at that depth is what runs (under ASan too).
-  cfg.json_max_depth = proxy::kMaxJsonMaxDepth;
+  cfg.json_max_depth = api::kMaxJsonMaxDepth;
   Proxy p(cfg);
   HttpClient c(p.port());
   const auto shapes = DeepChatBodies(10);

@@ -1,4 +1,4 @@
-// proxy/json_string: the worker's JSON string unescaper against nlohmann's
+// api/json_string: the worker's JSON string unescaper against nlohmann's
 // parser, and its checkpoints.
 #include <doctest/doctest.h>
 
@@ -6,17 +6,18 @@
 #include <random>
 #include <string>
 
-#include "proxy/json_string.h"
+#include "api/api.h"
 
 namespace toktier::test {
 namespace {
 
-using proxy::JsonStringCheckpoint;
+using api::JsonStringCheckpoint;
 
 std::string Unescape(std::string_view raw, bool* ok, std::vector<JsonStringCheckpoint>* cps = nullptr) {
-  std::string out, err;
-  *ok = proxy::UnescapeJsonString(raw, &out, 0, cps, &err);
-  if (!*ok) CHECK(err.find("at byte") != std::string::npos);
+  std::string out;
+  core::Status st = api::UnescapeJsonString(raw, &out, 0, cps);
+  *ok = st.ok();
+  if (!*ok) CHECK(st.message().find("at byte") != std::string::npos);
   return out;
 }
 
@@ -80,16 +81,15 @@ TEST_CASE("json_string: checkpoints map raw prefixes to text prefixes at escape 
     bool ok;
     REQUIRE(Unescape(raw, &ok, &cps) == text);
     REQUIRE(ok);
-    REQUIRE(cps.size() >= raw.size() / proxy::kJsonCheckpointSpacing - 1);
+    REQUIRE(cps.size() >= raw.size() / api::kJsonCheckpointSpacing - 1);
     size_t prev = 0;
     for (const auto& c : cps) {
       CHECK(c.raw_offset > prev);
       prev = c.raw_offset;
       // Resuming at a checkpoint gives the same text.
       std::string resumed = text.substr(0, c.text_offset);
-      std::string err;
-      REQUIRE(proxy::UnescapeJsonString(std::string_view(raw).substr(c.raw_offset), &resumed, c.raw_offset, nullptr,
-                                        &err));
+      REQUIRE(api::UnescapeJsonString(std::string_view(raw).substr(c.raw_offset), &resumed, c.raw_offset, nullptr)
+                  .ok());
       CHECK(resumed == text);
     }
   }

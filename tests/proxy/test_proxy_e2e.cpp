@@ -9,7 +9,7 @@
 #include <fstream>
 #include <thread>
 
-#include "proxy/session_file.h"
+#include "cli/cli.h"
 #include "proxy_fixture.h"
 
 namespace toktier::test {
@@ -50,8 +50,8 @@ TEST_CASE("proxy: replayed workload sessions reach the engine as exact IDs") {
     auto files = SessionFiles(format, 2);
     for (size_t fi = 0; fi < files.size(); ++fi) {
       std::vector<std::string> prompts;
-      std::string err;
-      REQUIRE_MESSAGE(cli::ReadSessionPrompts(files[fi], &prompts, &err), err);
+      const auto read = cli::ReadSessionPrompts(files[fi], &prompts);
+    REQUIRE_MESSAGE(read.ok(), read.message());
       const bool explicit_session = fi % 2 == 0;
       std::map<std::string, std::string> headers;
       if (explicit_session) headers["X-Session-Id"] = files[fi];

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <random>
 
-#include "proxy/session_file.h"
+#include "cli/cli.h"
 #include "proxy_fixture.h"
 
 namespace toktier::test {
@@ -24,8 +24,8 @@ TEST_CASE("proxy: state survives a restart (RocksDB) and the rest of the session
     if (session.empty() || e.path().string() < session) session = e.path().string();
   }
   std::vector<std::string> prompts;
-  std::string err;
-  REQUIRE_MESSAGE(cli::ReadSessionPrompts(session, &prompts, &err), err);
+  const auto read = cli::ReadSessionPrompts(session, &prompts);
+    REQUIRE_MESSAGE(read.ok(), read.message());
   REQUIRE(prompts.size() >= 4);
   const size_t half = prompts.size() / 2;
   auto tok = LoadTokenizer("llama3");

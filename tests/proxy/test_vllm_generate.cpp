@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "proxy/token_text.h"
+#include "api/api.h"
 #include "proxy_fixture.h"
 
 using namespace toktier;
@@ -24,8 +24,8 @@ using ojson = nlohmann::ordered_json;
 namespace {
 
 std::string DecodeWhole(const std::shared_ptr<const core::Tokenizer>& tok, const std::vector<uint32_t>& ids,
-                        proxy::TokenTextOptions o) {
-  proxy::TokenTextStream s(tok, std::move(o));
+                        api::TokenTextOptions o) {
+  api::TokenTextStream s(tok, std::move(o));
   std::string out;
   REQUIRE(s.Feed(ids, &out));
   s.Finish(&out);
@@ -34,8 +34,8 @@ std::string DecodeWhole(const std::shared_ptr<const core::Tokenizer>& tok, const
 
 // The same IDs fed in random pieces (0 to 4 IDs each).
 std::string DecodeSplit(const std::shared_ptr<const core::Tokenizer>& tok, const std::vector<uint32_t>& ids,
-                        proxy::TokenTextOptions o, std::mt19937& rng) {
-  proxy::TokenTextStream s(tok, std::move(o));
+                        api::TokenTextOptions o, std::mt19937& rng) {
+  api::TokenTextStream s(tok, std::move(o));
   std::string out;
   for (size_t at = 0; at < ids.size();) {
     size_t n = std::min<size_t>(rng() % 5, ids.size() - at);
@@ -103,7 +103,7 @@ TEST_CASE("token IDs decode exactly as the reference decoders, whole and streame
     size_t line = 0;
     for (const auto& ids : cases) {
       for (bool skip : {false, true}) {
-        proxy::TokenTextOptions o;
+        api::TokenTextOptions o;
         o.skip_special_tokens = skip;
         const std::string expected = json::parse(ref->at(line++)).get<std::string>();
         INFO("ids " << json(ids).dump() << " skip " << skip);
@@ -126,7 +126,7 @@ TEST_CASE("stop strings end the decoded text before the stop (or after it), also
   const std::vector<uint32_t> ids = Encode(*tok, "Hello wörld. STOP here, and more STOP");
   std::mt19937 rng(7);
   for (int k = 0; k < 20; ++k) {
-    proxy::TokenTextOptions o;
+    api::TokenTextOptions o;
     o.stop = {"STOP", "", "xyz"};
     CHECK(DecodeSplit(tok, ids, o, rng) == "Hello wörld. ");
     o.include_stop_str_in_output = true;
@@ -138,9 +138,9 @@ TEST_CASE("stop strings end the decoded text before the stop (or after it), also
     CHECK(DecodeSplit(tok, ids, o, rng) == "Hello wörld. STOP here, and more STOP");
   }
   // Stopped: later IDs add nothing.
-  proxy::TokenTextOptions o;
+  api::TokenTextOptions o;
   o.stop = {"wör"};
-  proxy::TokenTextStream s(tok, o);
+  api::TokenTextStream s(tok, o);
   std::string out;
   REQUIRE(s.Feed(ids, &out));
   CHECK(s.stopped());
@@ -148,7 +148,7 @@ TEST_CASE("stop strings end the decoded text before the stop (or after it), also
   s.Finish(&out);
   CHECK(out == "Hello ");
   // An ID outside the vocabulary is refused, nothing appended.
-  proxy::TokenTextStream bad(tok, {});
+  api::TokenTextStream bad(tok, {});
   std::string none;
   std::vector<uint32_t> outside = {1, static_cast<uint32_t>(tok->vocab_size())};
   CHECK(!bad.Feed(outside, &none));
@@ -158,7 +158,7 @@ TEST_CASE("stop strings end the decoded text before the stop (or after it), also
 TEST_CASE("invalid and incomplete UTF-8 becomes U+FFFD per maximal subpart, as the reference writes it") {
   auto lossy = [](std::string_view b, bool final) {
     std::string out;
-    size_t used = proxy::AppendUtf8Lossy(b, final, &out);
+    size_t used = api::AppendUtf8Lossy(b, final, &out);
     return std::make_pair(out, used);
   };
   const std::string r = "\xEF\xBF\xBD";
@@ -177,10 +177,10 @@ TEST_CASE("vllm mode answers come back in the chat format (reasoning, tool calls
   auto qwen = LoadTokenizer("qwen3");
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
-  c.chat_forward = "vllm";
+  c.chat_forward = api::ChatForward::kVllm;
   for (auto& m : c.models) {
     if (m.name == "qwen3") {
-      m.tool_parser = "hermes";
+      m.tool_parser = api::ToolCallFormat::kHermes;
       m.reasoning = true;
     }
   }
@@ -276,7 +276,7 @@ TEST_CASE("vllm mode answers come back in the chat format (reasoning, tool calls
 TEST_CASE("vllm mode needs a vocabulary that decodes by concatenation; logit_bias is relayed") {
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
-  c.chat_forward = "vllm";
+  c.chat_forward = api::ChatForward::kVllm;
   proxy::ModelConfig gemma;
   gemma.name = "gemma3";
   gemma.tokenizer = TokenizerPath("gemma3");
@@ -284,9 +284,9 @@ TEST_CASE("vllm mode needs a vocabulary that decodes by concatenation; logit_bia
   proxy::Config with_gemma = c;
   with_gemma.models.push_back(gemma);
   proxy::Server server(with_gemma);
-  std::string err;
-  CHECK(!server.Start(&err));
-  CHECK_MESSAGE(err.find("chat_forward vllm needs") != std::string::npos, err);
+  const core::Status started = server.Start();
+  CHECK(!started.ok());
+  CHECK_MESSAGE(started.message().find("chat_forward vllm needs") != std::string::npos, started.message());
 
   Proxy p(c);
   HttpClient client(p.port());

@@ -33,7 +33,7 @@ TEST_CASE("kill -9 during a stream of commits leaves only valid states") {
     if (pid == 0) {
       // Child: commit forever, mixing appends, truncations and restarts of
       // sessions under a dozen keys; never flushes on purpose.
-      StoreStatus s;
+      core::Status s;
       auto store = StateStore::Open(o, &s);
       if (!store) _exit(3);
       std::mt19937 crng(static_cast<unsigned>(getpid()));
@@ -53,7 +53,7 @@ TEST_CASE("kill -9 during a stream of commits leaves only valid states") {
     int status = 0;
     waitpid(pid, &status, 0);
     REQUIRE(WIFSIGNALED(status));
-    StoreStatus s;
+    core::Status s;
     auto store = StateStore::Open(o, &s);
     REQUIRE_MESSAGE(store, s.message());
     size_t hits = 0;

@@ -37,7 +37,7 @@ struct Fixture {
 };
 
 std::unique_ptr<StateStore> OpenOrFail(const StoreOptions& o) {
-  StoreStatus s;
+  core::Status s;
   auto st = StateStore::Open(o, &s);
   REQUIRE_MESSAGE(s.ok(), s.message());
   REQUIRE(st);
@@ -93,7 +93,7 @@ TEST_CASE("unusable directory: clear error, or memory-only fallback") {
   std::ofstream(file) << "x";
   StoreOptions o;
   o.path = file + "/db";
-  StoreStatus s;
+  core::Status s;
   auto st = StateStore::Open(o, &s);
   CHECK(st == nullptr);
   CHECK(!s.ok());
