@@ -76,6 +76,7 @@ TEST_CASE("kill -9 in a loop under load: never a wrong ID, never a corrupt state
 
   constexpr int kRounds = 6;
   for (int round = 0; round < kRounds; ++round) {
+    const uint64_t seen_before = engine.requests_seen.load();
     ServeProcess serve((dir / "config.json").string(), (dir / ("round" + std::to_string(round) + ".log")).string());
     std::atomic<bool> stop{false};
     std::vector<std::thread> clients;
@@ -106,6 +107,12 @@ TEST_CASE("kill -9 in a loop under load: never a wrong ID, never a corrupt state
       });
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 700));
+    // The kill comes mid-load in every build: on a slow one (TSan on a busy
+    // machine) the round goes on until the engine has seen a few of its
+    // requests (at most 30 s more), so that the checks below have IDs to check.
+    for (int i = 0; i < 3000 && engine.requests_seen.load() < seen_before + 7; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     serve.Kill9();  // mid-load: requests in flight, commits in the write-behind queue
     stop = true;
     for (auto& t : clients) t.join();

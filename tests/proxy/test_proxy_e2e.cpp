@@ -217,7 +217,9 @@ TEST_CASE("proxy: a client that leaves before the backend answers cancels the ba
     std::string req = RawCompletionRequest(CompletionBody("qwen3", big), "X-Session-Id: leaver\r\n");
     boost::asio::write(sock, boost::asio::buffer(req));
   }
-  for (int i = 0; i < 100; ++i) {
+  // Up to 10 s: the 600 KB prompt is tokenized first, which takes seconds
+  // under TSan on a loaded machine (milliseconds in the release build).
+  for (int i = 0; i < 1000; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (MetricValue(metrics_client.Request("GET", "/metrics", "").body,
                     R"(toktier_requests_total{endpoint="completions",outcome="client_closed"})") == 2)
