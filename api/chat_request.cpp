@@ -59,22 +59,6 @@ std::string OpenIdList(std::string dumped, std::string_view key) { return OpenFi
 
 }  // namespace
 
-namespace {
-
-template <class Enum, size_t N>
-bool ParseName(std::string_view name, const std::array<std::string_view, N>& names, Enum* out) {
-  for (size_t i = 0; i < N; ++i) {
-    if (names[i] == name) return *out = static_cast<Enum>(i), true;
-  }
-  return false;
-}
-
-}  // namespace
-
-bool ParseChatForward(std::string_view s, ChatForward* out) { return ParseName(s, kChatForwardNames, out); }
-
-bool ParseToolParser(std::string_view s, ToolCallFormat* out) { return ParseName(s, kToolParserNames, out); }
-
 core::Status CompileChatTemplate(std::string_view tokenizer_config_json, const std::string& source_name,
                                  ChatModel* out) {
   using core::Status;

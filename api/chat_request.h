@@ -23,13 +23,11 @@ namespace toktier::api {
 
 enum class ChatForward { kText, kCompletions, kSglang, kDynamo, kVllm };
 
-// The configuration's names, one table per enum, indexed by its value.
+// The configuration's names, one table per enum, indexed by its value
+// (config/ parses them).
 inline constexpr std::array<std::string_view, 5> kChatForwardNames = {"text", "completions", "sglang", "dynamo",
                                                                       "vllm"};
 inline constexpr std::array<std::string_view, 4> kToolParserNames = {"none", "hermes", "llama3_json", "deepseek_v3"};
-// Lookups in those tables: false for any other name.
-[[nodiscard]] bool ParseChatForward(std::string_view name, ChatForward* out);
-[[nodiscard]] bool ParseToolParser(std::string_view name, ToolCallFormat* out);
 
 // Immutable after load; shared by every request of the model.
 struct ChatModel {

@@ -52,7 +52,8 @@ inline proxy::Config TestConfig(const MockEngine& engine) {
 // its Hermes tool calls and <think> reasoning).
 inline proxy::Config ChatConfig(const MockEngine& engine, const std::string& mode) {
   proxy::Config c = TestConfig(engine);
-  REQUIRE_MESSAGE(api::ParseChatForward(mode, &c.chat_forward), "unknown chat_forward " << mode);
+  const core::Status st = config::ApplyConfigJson(R"({"chat_forward": ")" + mode + "\"}", &c);
+  REQUIRE_MESSAGE(st.ok(), st.message());
   for (auto& m : c.models) {
     if (m.name == "qwen3") {
       m.tool_parser = api::ToolCallFormat::kHermes;
