@@ -2,6 +2,8 @@
 // (api/chat_request.h, docs/chat.md).
 #include "api/chat_request.h"
 
+#include "api/chat_conversation.h"
+
 
 namespace toktier::api {
 
@@ -143,8 +145,26 @@ std::string ChatUnsupported(ChatForward mode, const ChatRequest& req) {
 
 chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, int64_t now_unix_seconds,
                               std::string* prompt) {
+  // What the template sees is what vLLM passes it (api/chat_conversation.h),
+  // not the request's own JSON: parts joined or kept by the template's
+  // content format, tool-call arguments as values, tools as model_dump()s.
+  const auto& b = req.body;
+  ordered_json view = ordered_json::object();
+  RequestError err;
+  auto messages = b.find("messages");
+  if (messages == b.end()) return chat::Status::Error(core::StatusCode::kInvalidArgument, "no messages");
+  const chat::ContentFormat format = model.tmpl ? model.tmpl->content_format() : chat::ContentFormat::kString;
+  if (!BuildConversation(*messages, format, &view["messages"], &err)) {
+    return chat::Status::Error(core::StatusCode::kInvalidArgument, err.message);
+  }
+  if (auto t = b.find("tools"); t != b.end() && !t->is_null()) {
+    if (!BuildToolDicts(*t, &view["tools"], &err)) return chat::Status::Error(core::StatusCode::kInvalidArgument, err.message);
+  }
+  for (const char* k : {"add_generation_prompt", "chat_template_kwargs"}) {
+    if (auto it = b.find(k); it != b.end()) view[k] = *it;
+  }
   ordered_json inputs;
-  chat::Status s = chat::BuildChatInputs(req.body, model.tokenizer_config, &inputs);
+  chat::Status s = chat::BuildChatInputs(view, model.tokenizer_config, &inputs);
   if (!s.ok()) return s;
   chat::RenderOptions ro;
   ro.now_unix_seconds = now_unix_seconds;

@@ -409,6 +409,9 @@ struct EngineChoice {
   std::string text;
   std::vector<uint32_t> token_ids;  // for an engine that answers in IDs
   std::optional<std::string> finish_reason;
+  // vLLM names the stop string that ended the choice here; passed on (as
+  // vLLM's chat answers do) so /v1/messages can say which stop sequence.
+  std::optional<std::string> stop_reason;
 };
 
 bool ReadTokenIds(const Json& choice, std::vector<uint32_t>* ids, std::string* error) {
@@ -443,6 +446,10 @@ bool ReadEngineChoice(const Json& choice, int64_t default_index, bool ids, Engin
   if (auto finish = choice.find("finish_reason"); finish != choice.end() && !finish->is_null()) {
     if (!finish->is_string()) return SetError(error, "a choice's finish_reason is not a string");
     out->finish_reason = finish->get<std::string>();
+  }
+  out->stop_reason.reset();
+  if (auto stop = choice.find("stop_reason"); stop != choice.end() && stop->is_string()) {
+    out->stop_reason = stop->get<std::string>();
   }
   return true;
 }
@@ -527,6 +534,7 @@ bool TranslateWhole(std::string_view completion_json, const ChatTranslateOptions
       chat_choice["message"] = std::move(message);
       chat_choice["logprobs"] = nullptr;
       chat_choice["finish_reason"] = ChatFinishReason(choice.finish_reason, !tool_calls.empty());
+      if (choice.stop_reason) chat_choice["stop_reason"] = *choice.stop_reason;
       chat_choices.push_back(std::move(chat_choice));
     }
     if (auto usage = completion.find("usage"); usage != completion.end()) chat["usage"] = *usage;
@@ -565,12 +573,13 @@ void AppendEvent(const Json& event, std::string* out) {
 }
 
 void AppendChunk(const ChatTranslateOptions& options, int64_t index, Json delta, Json finish_reason,
-                 std::string* out) {
+                 std::string* out, const std::optional<std::string>& stop_reason = std::nullopt) {
   Json choice = Json::object();
   choice["index"] = index;
   choice["delta"] = std::move(delta);
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = std::move(finish_reason);
+  if (stop_reason) choice["stop_reason"] = *stop_reason;
   Json chunk = Envelope(options, "chat.completion.chunk");
   chunk["choices"] = Json::array({std::move(choice)});
   AppendEvent(chunk, out);
@@ -715,7 +724,7 @@ bool ChatStreamTranslator::HandleEngineEvent(const std::string& data, std::strin
       AppendPieces(options_, choice.index, pieces, &stream.tool_calls, out);
       if (choice.finish_reason) {
         AppendChunk(options_, choice.index, Json::object(), ChatFinishReason(choice.finish_reason, stream.tool_calls > 0),
-                    out);
+                    out, choice.stop_reason);
         stream.finished = true;
       }
     }

@@ -15,6 +15,7 @@ struct ChatTemplate::Impl {
 
 ChatTemplate::ChatTemplate(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ChatTemplate::~ChatTemplate() = default;
+const Node* ChatTemplate::impl_program() const { return impl_->program.get(); }
 
 namespace {
 

@@ -56,6 +56,13 @@ struct RenderOptions {
   int max_call_depth = 128;  // nested macro/caller calls and expression recursion
 };
 
+// How a template expects a message's content: vLLM's detection
+// (content_format.cpp). kOpenAI: it loops over message['content'] parts;
+// kString: it reads content as one string (parts are joined by "\n" first).
+enum class ContentFormat { kString, kOpenAI };
+
+struct Node;  // the syntax tree's node (private: chat/ast.h)
+
 class ChatTemplate {
  public:
   // Parses `source` once. On error *out is left empty.
@@ -69,6 +76,9 @@ class ChatTemplate {
   [[nodiscard]] Status Render(const nlohmann::ordered_json& inputs, const RenderOptions& options,
                               std::string* out) const;
 
+  // The content format this template expects (computed from its syntax tree).
+  ContentFormat content_format() const;
+
   ~ChatTemplate();
   ChatTemplate(const ChatTemplate&) = delete;
   ChatTemplate& operator=(const ChatTemplate&) = delete;
@@ -76,6 +86,7 @@ class ChatTemplate {
  private:
   struct Impl;
   explicit ChatTemplate(std::unique_ptr<Impl> impl);
+  const Node* impl_program() const;  // the syntax tree (content_format.cpp)
   std::unique_ptr<Impl> impl_;
 };
 

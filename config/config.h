@@ -89,8 +89,11 @@ struct Config {
   // Session identity: the first of these request headers present names the
   // session (case-insensitive). Without one: content addressing.
   std::vector<std::string> session_headers = {"x-session-id", "x-claude-code-session-id", "session_id",
-                                              "conversation_id"};
+                                              "session-id", "conversation_id", "x-session-affinity"};
   bool implicit_sessions = true;
+  // /v1/messages: leave Claude Code's per-request billing-header system
+  // block out of the prompt (as vLLM does).
+  bool drop_billing_header = true;
   // false: no state at all, every prompt is tokenized in full (baseline mode).
   bool state_enabled = true;
 

@@ -345,7 +345,13 @@ const std::vector<OptionSpec<Config>>& BuildConfigOptions() {
       Opt<&Config::session_headers>(
           "session_headers", "TOKTIER_SESSION_HEADERS", "--session-headers", kNone, kNone,
           "request headers naming the session, first present wins (case-insensitive): `X-Session-Id` (toktier's "
-          "own), `X-Claude-Code-Session-Id` (Claude Code), `session_id` and `conversation_id` (Codex CLI)"),
+          "own), `X-Claude-Code-Session-Id` (Claude Code), `session_id`, `session-id` and `conversation_id` (Codex "
+          "CLI versions), `X-Session-Affinity` (OpenCode); a `/v1/messages` request without one is named by its "
+          "`metadata.user_id` session"),
+      Opt<&Config::drop_billing_header>(
+          "drop_billing_header", "TOKTIER_DROP_BILLING_HEADER", "--drop-billing-header", kNone, kNone,
+          "`/v1/messages`: leave a system block starting `x-anthropic-billing-header` (Claude Code's, with a "
+          "per-request hash) out of the prompt, as vLLM does; `docs/agents.md`"),
       Opt<&Config::implicit_sessions>("implicit_sessions", "TOKTIER_IMPLICIT_SESSIONS", "--implicit-sessions", kNone,
                                       kNone, "content addressing for requests without a session header"),
       Opt<&Config::state_enabled>("state", "TOKTIER_STATE", "--state", kNone, kNone,

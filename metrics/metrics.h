@@ -39,6 +39,8 @@ namespace toktier::metrics {
     "Compatibility guard comparisons against a backend's /tokenize (match, mismatch, unavailable)")                \
   X(kGuardTextMode, Gauge, "toktier_tokenizer_guard_text_mode", "model",                                          \
     "1 when the guard switched the model to text forwarding after an ID mismatch")                                 \
+  X(kHostedToolsDropped, Counter, "toktier_hosted_tools_dropped_total", "",                                       \
+    "/v1/responses tools left out of the prompt: hosted (web_search, ...) and custom tools no model here can call") \
   X(kLiveSessions, Gauge, "toktier_live_sessions", "", "States held in the memory tier of the state store")        \
   X(kMemoryBudget, Gauge, "toktier_memory_budget_bytes", "",                                                    \
     "Budget for what the proxy keeps per session (store.memory_budget_bytes)")                                     \

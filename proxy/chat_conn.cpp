@@ -38,7 +38,25 @@ int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// The number of IDs in "1,2,3".
+size_t IdCount(std::string_view ids) {
+  if (ids.empty()) return 0;
+  size_t n = 1;
+  for (char c : ids) n += c == ',';
+  return n;
+}
+
 }  // namespace
+
+void HttpConn::AnswerCountTokens(const TokenizeResult& res) {
+  rq_->t_worker_start = res.worker_start;
+  rq_->t_worker_end = res.worker_end;
+  if (!res.ok || res.body.pieces.size() != 5) {
+    return SendError(ErrorReply::Overloaded("The prompt could not be tokenized now: try again."));
+  }
+  SendResponse(status::ok, "application/json", api::CountTokensJson(IdCount(res.body.pieces[2])), Outcome::kOk,
+               false);
+}
 
 void HttpConn::HandleChat() {
   auto& req = parser_->get();
@@ -76,22 +94,33 @@ void HttpConn::HandleChat() {
   ModelRuntime* model = srv_->service.FindModel(chat->model);
   // Only a body with two "model" fields reads differently in the two parsers: relay it.
   if (model != target) return PassthroughCounted("unknown_model");
-  const ChatModel& cm = *model->chat;
   if (!model->ForwardIds()) return PassthroughCounted("text_mode");
-  if (std::string why = ChatUnsupported(cm.mode, *chat); !why.empty()) return PassthroughCounted(why);
+  if (std::string why = ChatUnsupported(model->chat->mode, *chat); !why.empty()) return PassthroughCounted(why);
+  SubmitChat(std::move(chat), model, MappedRequest{});
+}
 
-  // The prompt, exactly as the reference renderer writes it; a template the
-  // renderer cannot follow sends the request on unchanged (never a
-  // different prompt).
+void HttpConn::SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, MappedRequest mapped) {
+  const bool mapped_api = mapped.mapped();
+  const ChatModel& cm = *model->chat;
+  // A chat request the renderer cannot take goes on unchanged (the engine
+  // judges it: never a different prompt); a mapped request has nowhere to
+  // go unchanged, so it gets a 400 that says why.
+  auto refuse = [&](const std::string& why) {
+    if (!mapped_api) return PassthroughCounted("chat_render");
+    SendError(ErrorReply::Client(400, "The conversation cannot be rendered with model " + model->config.name +
+                                          "'s chat template: " + why));
+  };
+  // The prompt, exactly as the reference renderer writes it.
   auto synth = std::make_shared<std::string>();
   auto creq = std::make_shared<CompletionRequest>();
+  RequestError err;
   try {
     std::string prompt;
     core::Status rs = RenderChatPrompt(cm, *chat, UnixNow(), &prompt);
     if (!rs.ok()) {
-      std::fprintf(stderr, "toktier: chat template of model %s: %s; relaying the request as is\n",
-                   model->config.name.c_str(), rs.ToString().c_str());
-      return PassthroughCounted("chat_render");
+      std::fprintf(stderr, "toktier: chat template of model %s: %s%s\n", model->config.name.c_str(),
+                   rs.ToString().c_str(), mapped_api ? "" : "; relaying the request as is");
+      return refuse(rs.message());
     }
     // The rendered prompt as a completions body, so it takes the completions
     // path's sessions and repair (the template writes BOS itself).
@@ -100,37 +129,48 @@ void HttpConn::HandleChat() {
     synth->reserve(dumped.size() + JsonPadding());
     synth->assign(dumped);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "toktier: chat request for model %s: %s; relaying it as is\n", model->config.name.c_str(),
-                 e.what());
-    return PassthroughCounted("chat_render");
+    std::fprintf(stderr, "toktier: chat request for model %s: %s\n", model->config.name.c_str(), e.what());
+    return refuse(e.what());
   }
-  if (!ParseCompletionRequest(*synth, creq.get(), &err)) return PassthroughCounted("chat_render");
+  if (!ParseCompletionRequest(*synth, creq.get(), &err)) return refuse(err.message);
 
-  const SessionRef sref = RequestSession();
+  SessionRef sref = RequestSession();
+  // Claude Code also names its session in metadata.user_id, Codex in
+  // prompt_cache_key.
+  if (sref.explicit_id.empty()) sref.explicit_id = mapped.session_id();
   auto self = shared_from_this();
-  bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, model](TokenizeResult res) {
-    asio::post(self->strand_, [self, chat, model, res = std::move(res)]() mutable {
-      self->ForwardChat(std::move(chat), model, std::move(res));
+  bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, model, mapped](TokenizeResult res) {
+    asio::post(self->strand_, [self, chat, model, mapped, res = std::move(res)]() mutable {
+      if (mapped.count_tokens) return self->AnswerCountTokens(res);
+      self->ForwardChat(std::move(chat), model, std::move(res), std::move(mapped));
     });
   });
   if (!queued) {
     m().counter(metrics::Id::kOverloadPassthrough).Inc();
+    if (mapped_api) return SendError(ErrorReply::Overloaded("The tokenizer queue is full: try again."));
     return Passthrough("");
   }
 }
 
-void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res) {
+void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res,
+                           MappedRequest mapped) {
   rq_->t_worker_start = res.worker_start;
   rq_->t_worker_end = res.worker_end;
   // A string prompt comes back as [before, "[", ids, "]", after]; anything
   // else is the worker's passthrough (overload, tokenizer error): the chat
   // request then goes on unchanged.
-  if (!res.ok || res.body.pieces.size() != 5) return Passthrough(res.session_key);
+  if (!res.ok || res.body.pieces.size() != 5) {
+    if (mapped.mapped()) return SendError(ErrorReply::Overloaded("The prompt could not be tokenized now: try again."));
+    return Passthrough(res.session_key);
+  }
   const ChatModel& cm = *model->chat;
   ChatForwardPlan plan;
   try {
     plan = PlanChatForward(cm.mode, *chat);
-  } catch (const std::exception&) {
+  } catch (const std::exception& e) {
+    if (mapped.mapped()) {
+      return SendError(ErrorReply::Client(400, std::string("The request cannot be forwarded: ") + e.what()));
+    }
     return PassthroughCounted("chat_render");
   }
   auto owned = std::make_shared<ChatForwardPlan>(std::move(plan));
@@ -139,6 +179,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
   fb.owners = std::move(res.body.owners);
   fb.owners.push_back(owned);
   rq_->up_target = owned->target;
+  std::unique_ptr<api::ResponseTranslator> chat_stage;
   if (cm.mode == ChatForward::kCompletions || cm.mode == ChatForward::kVllm) {
     ChatTranslateOptions o;
     o.id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
@@ -150,7 +191,29 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
       o.decode_with = model->tokenizer;
       o.decode = ChatDecodeOptions(*chat);
     }
-    rq_->translator = api::MakeChatTranslator(std::move(o), chat->stream, cfg().max_body_bytes);
+    chat_stage = api::MakeChatTranslator(std::move(o), chat->stream, cfg().max_body_bytes);
+  }
+  // A mapped API's answer: the engine's chat answer (its own, or the chat
+  // stage's) -> the client's format.
+  if (mapped.messages) {
+    api::MessagesTranslateOptions mo;
+    mo.id = "msg_" + ChatCompletionId(srv_->passthrough_counter.fetch_add(1)).substr(9);
+    mo.model = mapped.messages->model;
+    mo.prompt_tokens = IdCount(res.body.pieces[2]);
+    mo.stop_sequences = mapped.messages->stop_sequences;
+    rq_->translator = api::MakeMessagesTranslator(std::move(chat_stage), std::move(mo), chat->stream,
+                                                  cfg().max_body_bytes);
+  } else if (mapped.responses) {
+    api::ResponsesTranslateOptions ro;
+    ro.id = "resp_" + ChatCompletionId(srv_->passthrough_counter.fetch_add(1)).substr(9);
+    ro.model = mapped.responses->model;
+    ro.created_at = UnixNow();
+    ro.prompt_tokens = IdCount(res.body.pieces[2]);
+    ro.request_echo = mapped.responses->echo;
+    rq_->translator = api::MakeResponsesTranslator(std::move(chat_stage), std::move(ro), chat->stream,
+                                                   cfg().max_body_bytes);
+  } else {
+    rq_->translator = std::move(chat_stage);
   }
   Forward(std::move(fb), res.session_key);
 }

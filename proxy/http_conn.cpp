@@ -218,6 +218,9 @@ void HttpConn::HandleRequest() {
   }
   if (path == "/v1/completions" && rq_->method == http::verb::post) return HandleCompletions();
   if (path == "/v1/chat/completions" && rq_->method == http::verb::post) return HandleChat();
+  if (path == "/v1/messages" && rq_->method == http::verb::post) return HandleMessages(false);
+  if (path == "/v1/messages/count_tokens" && rq_->method == http::verb::post) return HandleMessages(true);
+  if (path == "/v1/responses" && rq_->method == http::verb::post) return HandleResponses();
   if (path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize") {
     rq_->endpoint = Endpoint::kPassthrough;
     return Passthrough("");
@@ -361,7 +364,7 @@ void HttpConn::SendError(Endpoint endpoint, ErrorReply reply) {
     rq_->attempt->Close();
     rq_->attempt.reset();
   }
-  SendResponse(static_cast<status>(reply.error.status), "application/json", ErrorJson(reply.error), reply.outcome,
+  SendResponse(static_cast<status>(reply.error.status), "application/json", ErrorBody(rq_->client_api, reply.error), reply.outcome,
                reply.close);
 }
 

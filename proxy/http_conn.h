@@ -37,11 +37,25 @@
 
 namespace toktier::proxy {
 
+// A client API mapped onto the chat path (api/messages_request.h,
+// api/responses_request.h); both null: a plain chat request.
+struct MappedRequest {
+  std::shared_ptr<const api::MessagesRequest> messages;
+  std::shared_ptr<const api::ResponsesRequest> responses;
+  bool count_tokens = false;  // /v1/messages/count_tokens: answered here
+  bool mapped() const { return messages || responses; }
+  // The session the body names (metadata.user_id, prompt_cache_key).
+  std::string session_id() const {
+    return messages ? messages->session_id : responses ? responses->session_id : std::string();
+  }
+};
+
 // Everything one request owns, from its first byte to its last answer byte.
 struct RequestState {
   using Clock = std::chrono::steady_clock;
 
   Endpoint endpoint = Endpoint::kLocal;
+  ClientApi client_api = ClientApi::kOpenAI;  // the shape of its error answers
   Outcome outcome = Outcome::kOk;
   bool recorded = false;
   bool aborted = false;  // the client left: pending engine operations answer nothing
@@ -109,7 +123,19 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void HandleRequest();
   void HandleCompletions();
   void HandleChat();  // chat_conn.cpp
-  void ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res);
+  void ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res, MappedRequest mapped);
+  // Renders a chat request (or a mapped one) and submits its prompt to the
+  // tokenizer.
+  void SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, MappedRequest mapped);
+  // A mapped request's way to SubmitChat (mapped_conn.cpp): the model
+  // checks shared by /v1/messages and /v1/responses.
+  void SubmitMapped(nlohmann::ordered_json chat_body, const std::string& model_name, bool stream, MappedRequest mapped);
+  void HandleMessages(bool count_tokens);  // mapped_conn.cpp
+  void HandleResponses();                  // mapped_conn.cpp
+  void AnswerCountTokens(const TokenizeResult& res);
+  // The model a mapped request names, or a relay when it is not on the
+  // token path (null: the request was answered or relayed).
+  ModelRuntime* MappedModel(Endpoint endpoint);
   // The request's tenant and session header (its session by content when none).
   SessionRef RequestSession();
   void PassthroughCounted(std::string_view reason);

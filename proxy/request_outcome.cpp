@@ -10,8 +10,15 @@ std::string_view EndpointName(Endpoint endpoint) {
     case Endpoint::kPassthrough: return "passthrough";
     case Endpoint::kCompletions: return "completions";
     case Endpoint::kChat: return "chat";
+    case Endpoint::kMessages: return "messages";
+    case Endpoint::kResponses: return "responses";
   }
   return "local";
+}
+
+std::string ErrorBody(ClientApi client_api, const api::RequestError& error) {
+  if (client_api == ClientApi::kAnthropic) return api::AnthropicErrorJson(error.status, error.message);
+  return api::ErrorJson(error);
 }
 
 std::string_view OutcomeName(Outcome outcome) {
@@ -26,6 +33,7 @@ std::string_view OutcomeName(Outcome outcome) {
     case Outcome::kBackendError: return "backend_error";
     case Outcome::kBackendTimeout: return "backend_timeout";
     case Outcome::kBackendTruncated: return "backend_truncated";
+    case Outcome::kOverloaded: return "overloaded";
   }
   return "ok";
 }
@@ -67,6 +75,10 @@ ErrorReply ErrorReply::ClientClose(int status, std::string message, std::string 
   ErrorReply r = Client(status, std::move(message), "", std::move(code));
   r.close = true;
   return r;
+}
+
+ErrorReply ErrorReply::Overloaded(std::string message) {
+  return Reply(503, std::move(message), api::ErrorType::kServer, Outcome::kOverloaded);
 }
 
 ErrorReply ErrorReply::BadGateway(std::string message) {

@@ -18,6 +18,8 @@ enum class Endpoint : uint8_t {
   kPassthrough,  // relayed as the client sent it
   kCompletions,  // /v1/completions on the token path
   kChat,         // /v1/chat/completions on the token path
+  kMessages,     // /v1/messages and /v1/messages/count_tokens on the token path
+  kResponses,    // /v1/responses on the token path
 };
 std::string_view EndpointName(Endpoint endpoint);
 
@@ -32,6 +34,7 @@ enum class Outcome : uint8_t {
   kBackendError,        // the engine's own answer had a status of 400 or more
   kBackendTimeout,      // the engine stalled after its answer began: cut off
   kBackendTruncated,    // the engine's answer broke off or was malformed after it began: cut off
+  kOverloaded,          // 503: a mapped request (/v1/messages, /v1/responses) met a full tokenizer queue
 };
 std::string_view OutcomeName(Outcome outcome);
 
@@ -47,6 +50,14 @@ enum class BackendResult : uint8_t {
 };
 std::string_view BackendResultName(BackendResult result);
 
+// Whose wire format a request's errors take: OpenAI's
+// {"error": {"message", "type", "param", "code"}} or Anthropic's
+// {"type": "error", "error": {"type", "message"}}.
+enum class ClientApi : uint8_t { kOpenAI, kAnthropic };
+
+// The error body for `api`.
+std::string ErrorBody(ClientApi api, const api::RequestError& error);
+
 // An error answer of toktier's own: the client's error object (status,
 // message, type, param, code), how the request is counted, and whether the
 // connection is closed after it (the request's framing cannot be trusted).
@@ -59,6 +70,9 @@ struct ErrorReply {
   static ErrorReply Client(int status, std::string message, std::string param = "", std::string code = "");
   // The same, and the connection is closed after it.
   static ErrorReply ClientClose(int status, std::string message, std::string code = "");
+  // A 503: the proxy cannot take the request now (a mapped request cannot
+  // be relayed as text the way a chat request is on overload).
+  static ErrorReply Overloaded(std::string message);
   // A 502 about the engine.
   static ErrorReply BadGateway(std::string message);
   // A 504: the engine did not answer in time.

@@ -163,9 +163,15 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
   // re-frames the body.
   StripHopByHop(res);
   // A client API other than the engine's: a 200 answer is translated (its
-  // length changes, so it goes out chunked); errors are relayed as they are
-  // (the error JSON is the same for both APIs).
-  rq_->translating = rq_->translator && code == 200 && rq_->method != http::verb::head;
+  // length changes, so it goes out chunked). Errors are relayed as they are
+  // to OpenAI clients (the error JSON is the same for every OpenAI API) and
+  // rewritten into Anthropic's error object for /v1/messages.
+  const bool anthropic_error = rq_->translator && code >= 400 && rq_->client_api == ClientApi::kAnthropic;
+  if (anthropic_error) {
+    rq_->translator = api::MakeAnthropicErrorTranslator(static_cast<int>(code), 64 * 1024);
+    res.set(http::field::content_type, "application/json");
+  }
+  rq_->translating = rq_->translator && (code == 200 || anthropic_error) && rq_->method != http::verb::head;
   if (rq_->translating) {
     res.erase(http::field::content_length);
     chunked = true;

@@ -118,10 +118,32 @@ setup_npm() {
   printf '%s' "$want" >"$stamp"
 }
 
+setup_agents() {
+  # The agent CLIs of the end-to-end tests (tests/agents, docs/agents.md),
+  # pinned by tools/agents/package-lock.json: about 800 MB of native
+  # binaries, so they live in a cache outside the clone, one folder per
+  # lockfile and Node major (TOKTIER_AGENTS_CACHE, default
+  # ~/.cache/toktier/agents), linked as tools/agents/node_modules; a fresh
+  # clone on the same machine reuses them.
+  local lock="$ROOT/tools/agents/package-lock.json" cache dir
+  cache="${TOKTIER_AGENTS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/toktier/agents}"
+  dir="$cache/$(sha256sum "$lock" | cut -c1-16)-node$(node_major)"
+  if [[ ! -f "$dir/.complete" ]]; then
+    log "installing the agent CLIs from tools/agents/package-lock.json into $dir"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    cp "$ROOT/tools/agents/package.json" "$lock" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    touch "$dir/.complete"
+  fi
+  ln -sfn "$dir/node_modules" "$ROOT/tools/agents/node_modules"
+}
+
 setup() {
   setup_apt
   setup_node
   setup_npm
+  setup_agents
 }
 
 build() {
@@ -208,6 +230,11 @@ Chat works too (toktier renders the template and sends IDs):
   curl -s http://127.0.0.1:$port/v1/chat/completions -H 'Content-Type: application/json' \\
     -d '{"model": "qwen3", "messages": [{"role": "user", "content": "Hi"}], "max_tokens": 8}'
 
+And Anthropic Messages, what Claude Code speaks (docs/agents.md):
+
+  curl -s http://127.0.0.1:$port/v1/messages -H 'Content-Type: application/json' \\
+    -d '{"model": "qwen3", "max_tokens": 8, "messages": [{"role": "user", "content": "Hi"}]}'
+
 EOT
   # Either one ending ends the job.
   wait -n "$engine_pid" "$proxy_pid" || true
@@ -218,7 +245,7 @@ run_tests() {
 }
 
 # The data plane under sanitizers, each in its own build folder:
-#  - ASan + UBSan (build/asan): the proxy and store tests and the fuzz smoke
+#  - ASan + UBSan (build/asan): the proxy, store and api tests and the fuzz smoke
 #    runs (encoding, repair on edit scripts, loaders, the HTTP and JSON rules);
 #    the long reference campaigns stay in the release run;
 #  - TSan (build/tsan): the proxy's concurrency tests (live servers, I/O and
@@ -231,29 +258,27 @@ run_sanitized() {
   local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers" t0=$SECONDS
   log "ASan+UBSan build ($asan)"
   cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address -DTOKTIER_NODE="$(command -v node)" >/dev/null
-  cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store \
+  cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store unit_api \
     fuzz_hf_loader fuzz_encode_paths fuzz_session_file fuzz_completion_request fuzz_repair_edits \
     fuzz_http_request fuzz_backend_response fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response \
-    fuzz_generate_response
+    fuzz_generate_response fuzz_messages_response fuzz_responses_response fuzz_messages_request fuzz_responses_request
   (cd "$asan" &&
     ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1" \
     LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --output-on-failure -j "$JOBS" \
-      -R '^(proxy/test_|store/|fuzz/)')
+      -R '^(proxy/test_|store/|fuzz/|api/)')
   log "ASan+UBSan build and tests: $((SECONDS - t0)) s"
   log "TSan build ($tsan)"
   cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread -DTOKTIER_NODE="$(command -v node)" >/dev/null
   cmake --build "$tsan" -j "$JOBS" --target toktier unit_proxy unit_core_pool
-  # The proxy tests whose weight is one request's content (deep JSON,
-  # rendering every turn of the workloads, unescaping under edits, the encode
-  # benchmark's checks) run under ASan and in the release build, not here:
-  # their threads are the ones the other proxy tests run, and under TSan they
-  # took 593 s of the CI's time (docs/testing.md).
+  # The TSan build registers only the proxy's concurrency cases (marked
+  # doctest::test_suite("concurrency"), tests/proxy/CMakeLists.txt); the cases
+  # whose weight is one request's content run under ASan and in the release
+  # build (under TSan they took most of the CI's time, docs/testing.md).
   (cd "$tsan" &&
     TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
-    ctest --output-on-failure -j "$JOBS" -R '^proxy/test_' \
-      -E '^proxy/test_(json_depth_bounds|chat_forward|raw_prompt|bench_encode)$')
+    ctest --output-on-failure -j "$JOBS" -R '^proxy/test_')
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp" \
     "$tsan/tests/unit_core_pool" --no-intro=true \
     -tc='the pool runs*,the pool*s group buffers*,the group buffers are the pool*'

@@ -18,7 +18,8 @@ TARGETS=("$@")
 if ((${#TARGETS[@]} == 0)); then
   TARGETS=(fuzz_http_request fuzz_backend_response fuzz_completion_request fuzz_session_file fuzz_hf_loader
            fuzz_repair_edits fuzz_encode_paths fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response
-           fuzz_generate_response)
+           fuzz_generate_response fuzz_messages_request fuzz_messages_response fuzz_responses_request
+           fuzz_responses_response)
 fi
 CC=clang CXX=clang++ cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTOKTIER_LIBFUZZER=ON >/dev/null
@@ -46,12 +47,17 @@ for t in "${TARGETS[@]}"; do
     fuzz_chat_request) seeds=("$ROOT"/tests/fuzz/seeds/chat_request*.json) ;;
     fuzz_chat_response) seeds=("$ROOT"/tests/fuzz/seeds/chat_response*.txt) ;;
     fuzz_generate_response) seeds=("$ROOT"/tests/fuzz/seeds/generate_response*.txt) ;;
+    fuzz_messages_request) seeds=("$ROOT"/tests/fuzz/seeds/messages_request.bin) ;;
+    fuzz_responses_request) seeds=("$ROOT"/tests/fuzz/seeds/responses_request.json) ;;
+    fuzz_messages_response) seeds=("$ROOT"/tests/fuzz/seeds/messages_response*.txt) ;;
+    fuzz_responses_response) seeds=("$ROOT"/tests/fuzz/seeds/responses_response*.txt) ;;
   esac
   for s in "${seeds[@]}"; do cp -n "$s" "$corpus/" 2>/dev/null || true; done
   # The JSON targets get the dictionary of keys and deep-nesting markers.
   dict=()
   case "$t" in
-    fuzz_completion_request | fuzz_chat_request | fuzz_chat_response | fuzz_generate_response | fuzz_live_server)
+    fuzz_completion_request | fuzz_chat_request | fuzz_chat_response | fuzz_generate_response | fuzz_live_server | \
+    fuzz_messages_request | fuzz_responses_request | fuzz_messages_response | fuzz_responses_response)
       dict=(-dict="$ROOT/tests/fuzz/json.dict") ;;
   esac
   log="$BUILD/artifacts/$t.log"

@@ -27,10 +27,10 @@ if ! grep -q "Ctrl-C stops both" "$work/out.log"; then
   echo "FAIL: tools/dev.sh run did not come up"; cat "$work/out.log"; exit 1
 fi
 # The printed commands, run as printed (continuation lines joined): a
-# completion and a chat completion.
+# completion, a chat completion and an Anthropic message.
 mapfile -t cmds < <(awk '/^  curl /{c=$0; sub(/\\$/, "", c); getline n; c=c n; print c}' "$work/out.log")
 status=0
-if ((${#cmds[@]} != 2)); then echo "FAIL: expected two curl commands, got ${#cmds[@]}"; status=1; fi
+if ((${#cmds[@]} != 3)); then echo "FAIL: expected three curl commands, got ${#cmds[@]}"; status=1; fi
 for cmd in "${cmds[@]}"; do
   echo "running: $cmd"
   reply=$(bash -c "$cmd")
@@ -38,6 +38,11 @@ for cmd in "${cmds[@]}"; do
   echo "$reply" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)
+if r.get("type") == "message":
+    assert r["role"] == "assistant" and r["stop_reason"] == "max_tokens", r
+    assert r["content"] and all(b["type"] in ("text", "thinking", "tool_use") for b in r["content"]), r
+    assert r["usage"]["output_tokens"] == 8, r
+    sys.exit(0)
 c = r["choices"][0]
 if r["object"] == "text_completion":
     assert c["text"] and c["finish_reason"] == "length", r

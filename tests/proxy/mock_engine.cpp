@@ -123,6 +123,17 @@ std::string OkBody(const std::string& nonce) {
   return kBody.substr(0, kBody.size() - 1) + ",\"nonce\":" + nlohmann::json(nonce).dump() + "}";
 }
 
+// The same for /v1/chat/completions: an engine that speaks chat (SGLang,
+// Dynamo, vLLM) answers a chat completion.
+std::string ChatOkBody(const std::string& nonce) {
+  static const std::string kBody =
+      R"({"id":"chatcmpl-mock","object":"chat.completion","created":1,"model":"mock","choices":[{"index":0,)"
+      R"("message":{"role":"assistant","content":"ok"},"finish_reason":"length"}],)"
+      R"("usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}})";
+  if (nonce.empty()) return kBody;
+  return kBody.substr(0, kBody.size() - 1) + ",\"nonce\":" + nlohmann::json(nonce).dump() + "}";
+}
+
 // A complete 200 response as raw bytes (for the modes that write by hand).
 std::string RawOk(const std::string& body) {
   return "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Mock: 1\r\nContent-Length: " +
@@ -368,7 +379,8 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
                                 {"finish_reason", f.empty() ? nlohmann::json() : nlohmann::json(f)}};
         };
         if (text.empty()) {
-          respond(http::status::ok, "application/json", OkBody(nonce));
+          respond(http::status::ok, "application/json",
+                  path == "/v1/chat/completions" ? ChatOkBody(nonce) : OkBody(nonce));
         } else if (nlohmann::json::parse(req.body(), nullptr, false).value("stream", false)) {
           // The text as a completions stream, 5 bytes an event (never
           // inside a UTF-8 character), then the finish and [DONE].

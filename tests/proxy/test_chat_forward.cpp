@@ -16,6 +16,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/cli.h"
+#include "chat_reference.h"
 #include "proxy_fixture.h"
 
 using namespace toktier;
@@ -24,26 +25,6 @@ using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
 namespace {
-
-ojson TokenizerConfig(const std::string& name) {
-  auto path = std::filesystem::path(TokenizerPath(name)).parent_path() / "tokenizer_config.json";
-  return ojson::parse(ReadFile(path.string()).value_or("{}"));
-}
-
-std::vector<uint32_t> IdsOf(const json& a) {
-  std::vector<uint32_t> out;
-  for (const auto& x : a) out.push_back(x.get<uint32_t>());
-  return out;
-}
-
-// The IDs a mode puts in the engine's request.
-std::vector<uint32_t> ForwardedIds(const std::string& mode, const MockRequest& r) {
-  json b = json::parse(r.body);
-  if (mode == "completions") return IdsOf(b["prompt"]);
-  if (mode == "sglang") return IdsOf(b["input_ids"]);
-  if (mode == "vllm") return IdsOf(b["token_ids"]);
-  return IdsOf(b["nvext"]["token_data"]);
-}
 
 std::string ExpectedTarget(const std::string& mode) {
   if (mode == "vllm") return "/inference/v1/generate";

@@ -47,7 +47,7 @@ std::string NonceOf(const std::string& body) {
 
 }  // namespace
 
-TEST_CASE("engine faults: two tenants on pooled connections only ever get their own responses") {
+TEST_CASE("engine faults: two tenants on pooled connections only ever get their own responses" * doctest::test_suite("concurrency")) {
   MockEngine engine;
   auto cfg = TestConfig(engine);
   cfg.models.clear();

@@ -146,7 +146,7 @@ TEST_CASE("invalid UTF-8 in a request body is a 400 on every API the proxy reads
   CHECK(engine.requests_seen.load() == 0);
 }
 
-TEST_CASE("a client that stops reading a stream is cut off after client_write_timeout_ms and the engine's stream cancelled") {
+TEST_CASE("a client that stops reading a stream is cut off after client_write_timeout_ms and the engine's stream cancelled" * doctest::test_suite("concurrency")) {
   MockEngine engine;
   engine.mode = MockMode::kStream;
   engine.stream_events = 2'000'000;  // far more than the socket buffers hold

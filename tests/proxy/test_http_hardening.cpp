@@ -31,7 +31,7 @@ std::string Nonce(const HttpResponse& r) {
 
 }  // namespace
 
-TEST_CASE("interim 1xx and bytes after a body never reach another tenant's request") {
+TEST_CASE("interim 1xx and bytes after a body never reach another tenant's request" * doctest::test_suite("concurrency")) {
   MockEngine engine;
   Proxy p(PlainConfig(engine));
   HttpClient a(p.port()), b(p.port());
@@ -135,7 +135,7 @@ struct ChildProxy {
 
 }  // namespace
 
-TEST_CASE("out of file descriptors: the proxy backs off and serves again afterwards") {
+TEST_CASE("out of file descriptors: the proxy backs off and serves again afterwards" * doctest::test_suite("concurrency")) {
   MockEngine engine;
   const uint16_t port = FreePort();
   json cfg = {{"listen", "127.0.0.1"},
@@ -371,7 +371,7 @@ TEST_CASE("a body must be exactly one JSON value (trailing whitespace only)") {
   }
 }
 
-TEST_CASE("outcome labels: a backend timeout mid-stream, a client that leaves mid-header") {
+TEST_CASE("outcome labels: a backend timeout mid-stream, a client that leaves mid-header" * doctest::test_suite("concurrency")) {
   MockEngine engine;
   auto cfg = PlainConfig(engine);
   cfg.backend_timeout_ms = 400;
@@ -402,7 +402,7 @@ TEST_CASE("outcome labels: a backend timeout mid-stream, a client that leaves mi
   CHECK(MetricValue(m, R"(toktier_backend_requests_total{outcome="timeout"})") == 1);
 }
 
-TEST_CASE("misbehaving clients (stalls, leaving mid-request, pipelining, thousands of connections)") {
+TEST_CASE("misbehaving clients (stalls, leaving mid-request, pipelining, thousands of connections)" * doctest::test_suite("concurrency")) {
   MockEngine engine;
   auto cfg = PlainConfig(engine);
   cfg.read_timeout_ms = 1000;

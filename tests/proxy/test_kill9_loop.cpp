@@ -49,7 +49,7 @@ void CutAt(std::string& s, size_t n) {
 
 }  // namespace
 
-TEST_CASE("kill -9 in a loop under load: never a wrong ID, never a corrupt state") {
+TEST_CASE("kill -9 in a loop under load: never a wrong ID, never a corrupt state" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   auto tok = LoadTokenizer("llama3");
   MockEngine engine;

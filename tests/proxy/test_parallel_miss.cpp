@@ -21,7 +21,7 @@ std::string LongPrompt(size_t bytes, const std::string& salt) {
 
 }  // namespace
 
-TEST_CASE("long misses use the encode pool, exact IDs, counted; the GPU route is counted") {
+TEST_CASE("long misses use the encode pool, exact IDs, counted; the GPU route is counted" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   proxy::Config c = TestConfig(engine);
@@ -59,7 +59,7 @@ TEST_CASE("long misses use the encode pool, exact IDs, counted; the GPU route is
   CHECK(MetricValue(m, "toktier_gpu_route_total{route=\"below_threshold\"}") == 2);
 }
 
-TEST_CASE("encode.threads 1 keeps every miss on its worker; gpu.enabled false offers nothing") {
+TEST_CASE("encode.threads 1 keeps every miss on its worker; gpu.enabled false offers nothing" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   proxy::Config c = TestConfig(engine);

@@ -130,7 +130,7 @@ TEST_CASE("proxy: add_special_tokens, prompt lists, token prompts, unknown model
   CHECK(MetricValue(m, R"(toktier_passthrough_total{reason="unknown_model"})") == 1);
 }
 
-TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the backend") {
+TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the backend" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   engine.mode = MockMode::kStream;
@@ -173,7 +173,7 @@ TEST_CASE("proxy: SSE streams event by event; a client that leaves cancels the b
   CHECK(engine.events_sent < 40);
 }
 
-TEST_CASE("proxy: a client that leaves before the backend answers cancels the backend request") {
+TEST_CASE("proxy: a client that leaves before the backend answers cancels the backend request" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   engine.mode = MockMode::kStall;
@@ -357,7 +357,7 @@ TEST_CASE("proxy: errors") {
   CHECK(c4.Request("GET", "/healthz", "").status == 200);
 }
 
-TEST_CASE("proxy: tenants never share state; concurrent sessions") {
+TEST_CASE("proxy: tenants never share state; concurrent sessions" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   Proxy p(TestConfig(engine));
@@ -467,7 +467,7 @@ TEST_CASE("proxy: the tokenizer guard switches a model to text on a mismatch") {
   (void)llama;
 }
 
-TEST_CASE("proxy: a full tokenization queue forwards text (overload passthrough)") {
+TEST_CASE("proxy: a full tokenization queue forwards text (overload passthrough)" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto cfg = TestConfig(engine);
@@ -485,7 +485,7 @@ TEST_CASE("proxy: a full tokenization queue forwards text (overload passthrough)
   CHECK(MetricValue(m, "toktier_overload_passthrough_total") == 3);
 }
 
-TEST_CASE("proxy: failover to a healthy backend; rendezvous affinity") {
+TEST_CASE("proxy: failover to a healthy backend; rendezvous affinity" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine a, b;
   auto cfg = TestConfig(a);

@@ -196,16 +196,19 @@ TEST_CASE("a repeated-character prompt costs about what text costs, and its scra
   if (!kSanitizedBuild) CHECK(rss1 - rss0 <= (acc1 - acc0) + 48.0 * 1048576);
 }
 
-TEST_CASE("small requests of other sessions are not held up by big prompts; a session stays in order") {
+TEST_CASE("small requests of other sessions are not held up by big prompts; a session stays in order" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine;
   auto config = TestConfig(engine);
   config.workers = 1;  // every session shares the one worker: head-of-line blocking is certain without a lane
   config.io_threads = 2;
+  // Under the sanitizers every size (the large lane's threshold included)
+  // is kSanitizerShrink times smaller: the same paths, minutes less.
+  config.large_prompt_bytes /= kSanitizerShrink;
   Proxy p(config);
   auto tok = LoadTokenizer("llama3");
   // Big: a full tokenization of about 1 s each (6 MiB of one character).
-  const std::string big_prompt(size_t{6} << 20, 'x');
+  const std::string big_prompt((size_t{6} << 20) / kSanitizerShrink, 'x');
   const std::string big_body = CompletionBody("llama3", big_prompt);
   std::atomic<bool> done{false};
   std::vector<std::vector<double>> lat(4);
@@ -276,7 +279,7 @@ TEST_CASE("small requests of other sessions are not held up by big prompts; a se
   const std::string hit_series = R"(toktier_state_lookups_total{result="hit",session="explicit",tenant="anonymous"})";
   const std::string full_series = R"(toktier_repair_outcomes_total{path="full"})";
   const std::map<std::string, std::string> h = {{"X-Session-Id", "ordered"}};
-  std::string base = Text(size_t{8} << 20, 5);
+  std::string base = Text((size_t{8} << 20) / kSanitizerShrink, 5);
   std::vector<std::string> prompts = {base, base + " one", base + " one two", base + " one two three"};
   std::vector<std::thread> senders;
   std::vector<int> status(prompts.size(), 0);
@@ -351,7 +354,7 @@ TEST_CASE("everything kept per session stays within the memory budget, and RSS f
 // (min(256 MiB, budget / 4)); each verdict gives its sample's bytes back, so
 // sampling goes on. Here the cap (16 MiB) holds three 1 MiB samples at once:
 // six samples in a row are all checked only if every verdict returns its bytes.
-TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns its bytes)") {
+TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns its bytes)" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   MockEngine engine(0, /*record=*/false);
   auto config = TestConfig(engine);
@@ -361,7 +364,8 @@ TEST_CASE("proxy: shadow samples go on under the byte cap (each verdict returns 
   HttpClient c(p.port());
   const std::string series = R"(toktier_shadow_checks_total{model="llama3"})";
   for (int i = 0; i < 6; ++i) {
-    REQUIRE(c.Request("POST", "/v1/completions", CompletionBody("llama3", Text(size_t{1} << 20, 200 + i))).status ==
+    REQUIRE(c.Request("POST", "/v1/completions",
+                      CompletionBody("llama3", Text((size_t{1} << 20) / kSanitizerShrink, 200 + i))).status ==
             200);
     for (int w = 0; w < 500 && Metric(p.port(), series) < i + 1; ++w) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -12,7 +12,7 @@
 
 namespace toktier::test {
 
-TEST_CASE("proxy: state survives a restart (RocksDB) and the rest of the session hits") {
+TEST_CASE("proxy: state survives a restart (RocksDB) and the rest of the session hits" * doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
   std::string dir = SharedWorkloadsDir();
   if (dir.empty()) {

@@ -4,7 +4,11 @@
 // It is the engine of `tools/dev.sh run` and of the tests in tests/engine/.
 //
 //   node tools/engine/llama_engine.mjs --model NAME=FILE.gguf [--model ...]
-//        [--host 127.0.0.1] [--port 8001] [--ctx 32768] [--threads 2]
+//        [--host 127.0.0.1] [--port 8001] [--ctx 32768] [--threads 2] [--eog-after N]
+//   --eog-after N: every answer ends after N tokens with finish_reason
+//   "stop", as if the model sampled its end-of-generation token (a
+//   random-weight model almost never does; agent CLIs take a length stop
+//   for an error). 0 (default): only a real end of generation stops.
 //
 // Endpoints (vLLM's wire format):
 //   GET  /health, GET /v1/models
@@ -31,7 +35,7 @@ import http from "node:http";
 import {getLlama, LlamaLogLevel} from "node-llama-cpp";
 
 function parseArgs(argv) {
-  const a = {host: "127.0.0.1", port: 8001, ctx: 32768, threads: 2, models: []};
+  const a = {host: "127.0.0.1", port: 8001, ctx: 32768, threads: 2, eogAfter: 0, models: []};
   for (let i = 0; i < argv.length; i++) {
     const k = argv[i], v = argv[i + 1];
     if (v === undefined) throw new Error(`missing value for ${k}`);
@@ -41,6 +45,7 @@ function parseArgs(argv) {
       a.models.push({name: v.slice(0, eq), path: v.slice(eq + 1)});
     } else if (k === "--host") a.host = v;
     else if (["--port", "--ctx", "--threads"].includes(k)) a[k.slice(2)] = Number(v);
+    else if (k === "--eog-after") a.eogAfter = Number(v);
     else throw new Error(`unknown argument ${k}`);
     i++;
   }
@@ -225,6 +230,10 @@ async function complete(engine, ids, opts0, onText, signal, cachePrompt) {
     if (signal.aborted) { finishReason = "abort"; break; }
     if (engine.model.isEogToken(token)) { finishReason = "stop"; break; }
     generated.push(token);
+    // --eog-after N: the model's end of generation comes after N tokens (a
+    // random-weight model samples it almost never; agent CLIs take a length
+    // stop for an error).
+    if (engine.eogAfter && generated.length >= engine.eogAfter) finishReason = "stop";
     text = engine.model.detokenize(generated, false);
     let hit = -1;
     for (const s of opts.stop) {
@@ -236,7 +245,7 @@ async function complete(engine, ids, opts0, onText, signal, cachePrompt) {
       finishReason = "stop";
       break;
     }
-    if (generated.length >= opts.maxTokens) break;
+    if (generated.length >= opts.maxTokens || finishReason === "stop") break;
     const ok = safeLength(text, opts.stop);
     if (ok > sent) {
       onText(text.slice(sent, ok));
@@ -357,7 +366,9 @@ async function main() {
     const model = await llama.loadModel({modelPath: m.path});
     const maxLen = Math.min(a.ctx, model.trainContextSize);
     const context = await model.createContext({contextSize: maxLen, threads: a.threads, batchSize: 2048});
-    engines.set(m.name, new Engine(m.name, model, context, maxLen));
+    const engine = new Engine(m.name, model, context, maxLen);
+    engine.eogAfter = a.eogAfter;
+    engines.set(m.name, engine);
   }
   const server = http.createServer({keepAliveTimeout: 120000, requestTimeout: 0}, route(engines));
   server.listen(a.port, a.host, () => {

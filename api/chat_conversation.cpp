@@ -1,0 +1,168 @@
+// vLLM's conversation rules (api/chat_conversation.h): its chat_utils'
+// _parse_chat_message_content, _postprocess_messages and the tools'
+// model_dump(), re-expressed here for text-only models.
+#include "api/chat_conversation.h"
+
+#include <string>
+
+namespace toktier::api {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+bool Fail(RequestError* error, std::string message, std::string param = "messages") {
+  error->status = 400;
+  error->message = std::move(message);
+  error->param = std::move(param);
+  return false;
+}
+
+// The text parts of `content` (a string is one part, null none).
+bool ContentTexts(const ordered_json& content, std::vector<const std::string*>* texts, RequestError* error) {
+  if (content.is_null()) return true;
+  if (content.is_string()) {
+    texts->push_back(content.get_ptr<const std::string*>());
+    return true;
+  }
+  if (!content.is_array()) return Fail(error, "a message's 'content' must be a string, a list of parts or null.");
+  for (const auto& part : content) {
+    if (part.is_string()) {  // vLLM takes a bare string as a text part
+      texts->push_back(part.get_ptr<const std::string*>());
+      continue;
+    }
+    if (!part.is_object()) return Fail(error, "a content part must be an object with a 'type'.");
+    auto type = part.find("type");
+    if (type == part.end() || !type->is_string()) return Fail(error, "a content part must have a string 'type'.");
+    // input_text/output_text: the Responses API's names of a text part
+    // (vLLM parses them as text).
+    if (*type != "text" && *type != "input_text" && *type != "output_text") {
+      return Fail(error, "content parts of type '" + type->get<std::string>() +
+                             "' are not supported on the token path (text only).");
+    }
+    auto text = part.find("text");
+    if (text == part.end() || !text->is_string()) return Fail(error, "a text part must have a string 'text'.");
+    texts->push_back(text->get_ptr<const std::string*>());
+  }
+  return true;
+}
+
+std::string Joined(const std::vector<const std::string*>& texts) {
+  std::string out;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    if (i) out += '\n';
+    out += *texts[i];
+  }
+  return out;
+}
+
+ordered_json Parts(const std::vector<const std::string*>& texts) {
+  ordered_json parts = ordered_json::array();
+  for (const auto* t : texts) parts.push_back(ordered_json{{"type", "text"}, {"text", *t}});
+  return parts;
+}
+
+// An assistant's tool calls as the template sees them: each call's
+// arguments parsed from their JSON string (a template writes them with
+// tojson); arguments that are not JSON become {}, as in vLLM.
+bool ToolCalls(const ordered_json& calls, ordered_json* out, RequestError* error) {
+  if (!calls.is_array()) return Fail(error, "'tool_calls' must be a list.");
+  *out = calls;
+  for (auto& call : *out) {
+    if (!call.is_object()) return Fail(error, "a tool call must be an object.");
+    auto fn = call.find("function");
+    if (fn == call.end() || !fn->is_object()) return Fail(error, "a tool call must have a 'function' object.");
+    auto args = fn->find("arguments");
+    if (args == fn->end()) continue;  // vLLM reads a missing key as None: {}
+    if (args->is_string()) {
+      ordered_json parsed = ordered_json::parse(args->get<std::string>(), nullptr, /*allow_exceptions=*/false);
+      *args = parsed.is_discarded() ? ordered_json::object() : std::move(parsed);
+    } else if (!args->is_object() && !args->is_array()) {
+      *args = ordered_json::object();
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool BuildConversation(const ordered_json& messages, chat::ContentFormat format, ordered_json* conversation,
+                       RequestError* error) {
+  if (!messages.is_array()) return Fail(error, "'messages' must be a list.");
+  ordered_json conv = ordered_json::array();
+  for (const auto& m : messages) {
+    if (!m.is_object()) return Fail(error, "every message must be an object.");
+    auto role_it = m.find("role");
+    if (role_it == m.end() || !role_it->is_string()) return Fail(error, "every message must have a string 'role'.");
+    const std::string& role = role_it->get_ref<const std::string&>();
+    std::vector<const std::string*> texts;
+    if (auto c = m.find("content"); c != m.end() && !ContentTexts(*c, &texts, error)) return false;
+    ordered_json msg = ordered_json::object();
+    msg["role"] = role;
+    const bool parts = format == chat::ContentFormat::kOpenAI;
+    if (parts) msg["content"] = Parts(texts); else msg["content"] = Joined(texts);
+    if (role == "assistant") {
+      if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+        ordered_json calls;
+        if (!ToolCalls(*tc, &calls, error)) return false;
+        // An empty list is dropped: the template takes the plain assistant path.
+        if (!calls.empty()) msg["tool_calls"] = std::move(calls);
+      }
+      if (auto r = m.find("reasoning"); r != m.end() && !r->is_null()) {
+        msg["reasoning"] = *r;
+        msg["reasoning_content"] = *r;
+      }
+    } else if (role == "tool") {
+      if (auto id = m.find("tool_call_id"); id != m.end()) msg["tool_call_id"] = *id;
+      // Tool results sent as text parts read as one string (most templates
+      // take a tool message's content as a string).
+      if (parts) msg["content"] = Joined(texts);
+    }
+    if (auto name = m.find("name"); name != m.end() && name->is_string()) msg["name"] = *name;
+    if (auto task = m.find("task"); task != m.end() && task->is_string()) msg["task"] = *task;
+    if (role == "developer") {
+      auto tools = m.find("tools");
+      msg["tools"] = tools != m.end() ? *tools : ordered_json(nullptr);
+    }
+    conv.push_back(std::move(msg));
+  }
+  *conversation = std::move(conv);
+  return true;
+}
+
+bool BuildToolDicts(const ordered_json& tools, ordered_json* dicts, RequestError* error) {
+  if (!tools.is_array()) return Fail(error, "'tools' must be a list.", "tools");
+  ordered_json out = ordered_json::array();
+  for (const auto& t : tools) {
+    if (!t.is_object()) return Fail(error, "every tool must be an object.", "tools");
+    auto fn = t.find("function");
+    if (fn == t.end() || !fn->is_object()) return Fail(error, "every tool must have a 'function' object.", "tools");
+    auto name = fn->find("name");
+    if (name == fn->end() || !name->is_string()) return Fail(error, "every tool's function must have a string 'name'.", "tools");
+    if (auto type = t.find("type"); type != t.end() && *type != "function") {
+      return Fail(error, "only tools of type 'function' can be rendered.", "tools");
+    }
+    ordered_json f = ordered_json::object();
+    f["name"] = *name;
+    auto desc = fn->find("description");
+    f["description"] = desc != fn->end() ? *desc : ordered_json(nullptr);
+    auto params = fn->find("parameters");
+    f["parameters"] = params != fn->end() ? *params : ordered_json(nullptr);
+    for (const auto& [k, v] : fn->items()) {
+      if (k == "name" || k == "description" || k == "parameters") continue;
+      if (k == "defer_loading" && v.is_null()) continue;
+      f[k] = v;
+    }
+    ordered_json d = ordered_json::object();
+    d["type"] = "function";
+    d["function"] = std::move(f);
+    for (const auto& [k, v] : t.items()) {
+      if (k != "type" && k != "function") d[k] = v;
+    }
+    out.push_back(std::move(d));
+  }
+  *dicts = std::move(out);
+  return true;
+}
+
+}  // namespace toktier::api
