@@ -133,7 +133,10 @@ try {
   const metrics = await (await fetch(`http://127.0.0.1:${pport}/metrics`)).text();
   const summary = {exit: res.code, engine_requests: turns.length,
                    answers: turns.map((t) => t.answer.slice(0, 60)),
-                   ok: metric(metrics, `toktier_requests_total{endpoint="${opt.agent === "claude" ? "messages" : "responses"}",outcome="ok"}`),
+                   // A CLI may close its connection once the last event is in,
+                   // before the stream's final chunk: client_closed then.
+                   ok: ["ok", "client_closed"].reduce((n, o) => n + metric(metrics,
+                         `toktier_requests_total{endpoint="${opt.agent === "claude" ? "messages" : "responses"}",outcome="${o}"}`), 0),
                    hits: metric(metrics, 'toktier_state_lookups_total{result="hit",session="explicit",tenant="authenticated"}') +
                          metric(metrics, 'toktier_state_lookups_total{result="hit",session="implicit",tenant="authenticated"}')};
   console.log(JSON.stringify(summary));
@@ -141,8 +144,9 @@ try {
   if (llama) {
     // A random-weight model says nothing predictable: the CLI must finish
     // its turn and print what the engine wrote, on the token path.
-    if (!res.out.trim()) fail("the CLI printed nothing");
-    if (summary.ok < 1) fail("no request took the token path");
+    const outcomes = metrics.split("\n").filter((l) => l.startsWith("toktier_requests_total{")).join("\n");
+    if (!res.out.trim()) fail(`the CLI printed nothing\nstderr: ${res.err.slice(-4000)}`);
+    if (summary.ok < 1) fail(`no request took the token path\n${outcomes}\nstdout: ${res.out}\nstderr: ${res.err.slice(-4000)}`);
     if (process.exitCode !== 1) console.log(`PASS (${opt.agent}, llama.cpp): ${summary.ok} requests on the token path`);
   } else {
     checkScripted(turns, res, marker, summary);
