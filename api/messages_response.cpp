@@ -12,6 +12,7 @@
 #include <set>
 #include <utility>
 
+#include "api/chat_answer_reading.h"
 #include "api/json_limits.h"
 
 namespace toktier::api {
@@ -19,7 +20,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;  // ordered: output keys keep the order they are written in
 
-constexpr std::string_view kSpaces = " \t\r\n";
 // A longer SSE line or event (or one tool call's arguments) is not an
 // engine's stream: refuse it rather than grow.
 constexpr size_t kMaxEventBytes = size_t{64} << 20;
@@ -27,54 +27,13 @@ constexpr size_t kMaxEventBytes = size_t{64} << 20;
 // HTML error page is cut here.
 constexpr size_t kMaxEngineMessageBytes = 4096;
 
-std::string Dump(const Json& json) { return json.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-// Engine answers are untrusted JSON: the same nesting bound as client
-// bodies (a too-deep one is discarded, i.e. malformed).
-Json ParseJson(std::string_view text) {
-  Json j;
-  (void)ParseBoundedJson(text, kDefaultJsonMaxDepth, &j);
-  return j;
-}
-
-std::string_view Trim(std::string_view s) {
-  size_t first = s.find_first_not_of(kSpaces);
-  if (first == std::string_view::npos) return {};
-  return s.substr(first, s.find_last_not_of(kSpaces) + 1 - first);
-}
-
-bool SetError(std::string* error, std::string message) {
-  *error = std::move(message);
-  return false;
-}
-
-// `key` of `object` as a string: absent or null leaves *out empty.
-bool ReadString(const Json& object, const char* key, std::optional<std::string>* out, std::string* error) {
-  out->reset();
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return true;
-  if (!it->is_string()) return SetError(error, std::string("the engine's ") + key + " is not a string");
-  *out = it->get<std::string>();
-  return true;
-}
-
-// The reasoning text: "reasoning_content" (vLLM before 0.10, DeepSeek,
-// llama.cpp) or "reasoning" (vLLM since); one of them, never both added up,
-// as some servers send the same text under both names.
-bool ReadReasoning(const Json& object, std::optional<std::string>* out, std::string* error) {
-  if (!ReadString(object, "reasoning_content", out, error)) return false;
-  if (*out) return true;
-  return ReadString(object, "reasoning", out, error);
-}
-
-bool ReadCount(const Json& object, const char* key, std::optional<uint64_t>* out, std::string* error) {
-  out->reset();
-  auto it = object.find(key);
-  if (it == object.end() || it->is_null()) return true;
-  if (!it->is_number_unsigned()) return SetError(error, std::string("the engine's usage.") + key + " is not a count");
-  *out = it->get<uint64_t>();
-  return true;
-}
+using chat_answer::Dump;
+using chat_answer::ParseJson;
+using chat_answer::ReadCount;
+using chat_answer::ReadReasoning;
+using chat_answer::ReadString;
+using chat_answer::SetError;
+using chat_answer::Trim;
 
 // Anthropic counts cached prompt tokens apart from input_tokens (which are
 // the uncached rest), unlike OpenAI's prompt_tokens that include them.
