@@ -3,6 +3,7 @@
 #include "api/chat_request.h"
 
 #include "api/chat_conversation.h"
+#include "api/json_tree.h"
 
 
 namespace toktier::api {
@@ -215,21 +216,19 @@ ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {
     return plan;
   }
   plan.target = "/v1/chat/completions";
-  ordered_json rest = b;
+  // The body less one key, dumped without a copy of the (large) messages.
   if (mode == ChatForward::kSglang) {
     // SGLang keeps `messages` (stop words, tool-call parsing) and uses
     // input_ids for the prompt.
-    rest.erase("input_ids");
-    plan.head = OpenIdList(rest.dump(), "input_ids");
+    plan.head = OpenIdList(DumpJsonTree(b, "input_ids"), "input_ids");
     plan.tail = "]}";
     return plan;
   }
   // Dynamo: nvext.token_data, beside whatever else the client put in nvext.
   ordered_json nvext = ordered_json::object();
-  if (auto it = rest.find("nvext"); it != rest.end() && it->is_object()) nvext = *it;
+  if (auto it = b.find("nvext"); it != b.end() && it->is_object()) nvext = *it;
   nvext.erase("token_data");
-  rest.erase("nvext");
-  plan.head = OpenField(rest.dump(), "nvext") + OpenIdList(nvext.dump(), "token_data");
+  plan.head = OpenField(DumpJsonTree(b, "nvext"), "nvext") + OpenIdList(nvext.dump(), "token_data");
   plan.tail = "]}}";
   return plan;
 }

@@ -1,6 +1,9 @@
 #include "api/json_limits.h"
 
 #include <cstring>
+#include <type_traits>
+
+#include "api/json_tree.h"
 
 namespace toktier::api {
 
@@ -52,6 +55,10 @@ JsonParseOutcome Parse(std::string_view text, size_t max_depth, Json* out) {
   if (JsonNestingExceeds(text, max_depth)) {
     *out = Json(nlohmann::detail::value_t::discarded);
     return JsonParseOutcome::kTooDeep;
+  }
+  if constexpr (std::is_same_v<Json, nlohmann::ordered_json>) {
+    // Client bodies: the fast walk, or nlohmann where it does not vouch.
+    if (ParseJsonTreeFast(text, out)) return JsonParseOutcome::kOk;
   }
   *out = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   return out->is_discarded() ? JsonParseOutcome::kMalformed : JsonParseOutcome::kOk;

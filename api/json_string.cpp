@@ -12,16 +12,19 @@ namespace toktier::api {
 namespace {
 
 // Index of the first byte at or after i that is a backslash or a control
-// character (< 0x20), or raw.size().
+// character (< 0x20), or a double quote when kQuote, or raw.size().
+template <bool kQuote = false>
 size_t FindSpecial(std::string_view raw, size_t i) {
   const size_t n = raw.size();
   const char* p = raw.data();
 #if defined(__SSE2__)
   const __m128i backslash = _mm_set1_epi8('\\');
   const __m128i max_control = _mm_set1_epi8(0x1F);
+  const __m128i quote = _mm_set1_epi8('"');
   while (i + 16 <= n) {
     __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + i));
     __m128i special = _mm_or_si128(_mm_cmpeq_epi8(v, backslash), _mm_cmpeq_epi8(_mm_min_epu8(v, max_control), v));
+    if constexpr (kQuote) special = _mm_or_si128(special, _mm_cmpeq_epi8(v, quote));
     int mask = _mm_movemask_epi8(special);
     if (mask != 0) return i + static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
     i += 16;
@@ -35,13 +38,17 @@ size_t FindSpecial(std::string_view raw, size_t i) {
     std::memcpy(&x, p + i, 8);
     uint64_t y = x ^ (kOnes * '\\');
     uint64_t m = ((x - kOnes * 0x20) & ~x & kHigh) | ((y - kOnes) & ~y & kHigh);
+    if constexpr (kQuote) {
+      uint64_t q = x ^ (kOnes * '"');
+      m |= (q - kOnes) & ~q & kHigh;
+    }
     if (m != 0) return i + static_cast<size_t>(__builtin_ctzll(m) / 8);
     i += 8;
   }
 #endif
   while (i < n) {
     unsigned char c = static_cast<unsigned char>(p[i]);
-    if (c == '\\' || c < 0x20) return i;
+    if (c == '\\' || c < 0x20 || (kQuote && c == '"')) return i;
     ++i;
   }
   return n;
@@ -126,6 +133,32 @@ core::Status UnescapeJsonString(std::string_view raw, std::string* out, size_t r
       checkpoints->push_back({raw_base + i, out->size()});
       while (next_checkpoint <= i) next_checkpoint += kJsonCheckpointSpacing;
     }
+  }
+}
+
+void AppendEscapedJsonString(std::string_view text, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out->reserve(out->size() + text.size() + text.size() / 16 + 16);
+  size_t i = 0;
+  for (;;) {
+    const size_t j = FindSpecial</*kQuote=*/true>(text, i);
+    out->append(text.data() + i, j - i);
+    if (j == text.size()) return;
+    const unsigned char c = static_cast<unsigned char>(text[j]);
+    switch (c) {
+      case '"': out->append("\\\""); break;
+      case '\\': out->append("\\\\"); break;
+      case '\b': out->append("\\b"); break;
+      case '\f': out->append("\\f"); break;
+      case '\n': out->append("\\n"); break;
+      case '\r': out->append("\\r"); break;
+      case '\t': out->append("\\t"); break;
+      default: {
+        const char u[6] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
+        out->append(u, 6);
+      }
+    }
+    i = j + 1;
   }
 }
 

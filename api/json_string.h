@@ -37,4 +37,10 @@ inline constexpr size_t kJsonCheckpointSpacing = 4096;
 core::Status UnescapeJsonString(std::string_view raw, std::string* out, size_t raw_base,
                                 std::vector<JsonStringCheckpoint>* checkpoints);
 
+// Appends `text` escaped as the contents of a JSON string (no quotes): '"',
+// '\\' and control characters escaped, everything else (UTF-8 included)
+// byte for byte. The chat path writes its rendered prompt with it (a
+// vectorized scan instead of nlohmann's byte loop).
+void AppendEscapedJsonString(std::string_view text, std::string* out);
+
 }  // namespace toktier::api

@@ -123,11 +123,15 @@ void HttpConn::SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model
       return refuse(rs.message());
     }
     // The rendered prompt as a completions body, so it takes the completions
-    // path's sessions and repair (the template writes BOS itself).
-    nlohmann::ordered_json s = {{"model", chat->model}, {"add_special_tokens", false}, {"prompt", std::move(prompt)}};
-    std::string dumped = s.dump();
-    synth->reserve(dumped.size() + JsonPadding());
-    synth->assign(dumped);
+    // path's sessions and repair (the template writes BOS itself). Written
+    // by hand: a 1 MB prompt is escaped by a vectorized scan, not a dump.
+    synth->reserve(prompt.size() + prompt.size() / 8 + chat->model.size() + 64 + JsonPadding());
+    synth->append("{\"model\":\"");
+    api::AppendEscapedJsonString(chat->model, synth.get());
+    synth->append("\",\"add_special_tokens\":false,\"prompt\":\"");
+    api::AppendEscapedJsonString(prompt, synth.get());
+    synth->append("\"}");
+    if (synth->capacity() < synth->size() + JsonPadding()) synth->reserve(synth->size() + JsonPadding());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "toktier: chat request for model %s: %s\n", model->config.name.c_str(), e.what());
     return refuse(e.what());

@@ -1,0 +1,33 @@
+// Reading a client body into an nlohmann tree quickly (private to api/):
+// simdjson's on-demand parser walks the bytes and the tree is built from
+// what it yields, far faster than nlohmann's own parser on a 1 MB chat body
+// (issue 37). nlohmann stays the reference: numbers are read by nlohmann
+// from their token, and whatever the walk refuses (an error of any kind,
+// a byte-order mark, a scalar document) ends in nlohmann's parse of the same
+// bytes, so the tree is always the one nlohmann would build
+// (tests/api/test_json_tree.cpp checks the corners: surrogates, -0, big
+// integers, duplicate keys, trailing data).
+#pragma once
+
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace toktier::api {
+
+// The tree of `text` (one JSON object or array, whitespace around it) in
+// *out, as nlohmann::ordered_json::parse builds it (duplicate keys: the
+// first position, the last value). False, with *out unspecified, when the
+// fast walk does not vouch for it: the caller then parses with nlohmann.
+// The caller has checked the nesting bound (the walk recurses per level).
+[[nodiscard]] bool ParseJsonTreeFast(std::string_view text, nlohmann::ordered_json* out);
+
+// `tree` as tree.dump() writes it (compact, UTF-8 kept, nlohmann's number
+// forms), byte for byte, less the top-level key `skip` when tree is an
+// object and skip is not empty. Strings are escaped by a vectorized scan:
+// a 1 MB conversation dumps several times faster. Strings must be valid
+// UTF-8 (true of every tree parsed from a body); where nlohmann's dump
+// would throw on one that is not, this writes its bytes as they are.
+std::string DumpJsonTree(const nlohmann::ordered_json& tree, std::string_view skip = {});
+
+}  // namespace toktier::api
