@@ -1,6 +1,6 @@
 #include "api/completions.h"
 
-#include <simdjson.h>
+#include "api/simdjson_parser.h"
 
 #include <cassert>
 #include <charconv>
@@ -62,12 +62,6 @@ bool RawStringRange(od::value& v, const char* base, CompletionRequest::RawRange*
   return true;
 }
 
-// One parser per thread, reused across requests (its buffers stay allocated).
-od::parser& ThreadParser() {
-  thread_local od::parser parser;
-  return parser;
-}
-
 // `body` itself when its capacity holds simdjson's padding (callers reserve
 // it), else a padded copy in *scratch: the slow fallback.
 const std::string& Padded(const std::string& body, std::string* scratch) {
@@ -88,7 +82,7 @@ bool ParseCompletionRequest(const std::string& unpadded, CompletionRequest* out,
   const std::string& body = Padded(unpadded, &scratch);
   const char* base = body.data();
   od::document doc;
-  if (ThreadParser().iterate(base, body.size(), body.capacity()).get(doc)) {
+  if (ThreadJsonParser().iterate(base, body.size(), body.capacity()).get(doc)) {
     return Fail(error, "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
                        "your HTTP library correctly. The OpenAI API expects a JSON payload.)");
   }
@@ -209,7 +203,7 @@ std::string ModelOfJsonBody(const std::string& unpadded) {
   od::document doc;
   od::object obj;
   std::string_view model;
-  if (ThreadParser().iterate(body.data(), body.size(), body.capacity()).get(doc) || doc.get_object().get(obj) ||
+  if (ThreadJsonParser().iterate(body.data(), body.size(), body.capacity()).get(doc) || doc.get_object().get(obj) ||
       obj.find_field_unordered("model").get_string().get(model)) {
     return "";
   }
@@ -248,6 +242,11 @@ void AppendIdList(std::string& out, const uint32_t* ids, size_t n) {
     p = std::to_chars(p, end, ids[i]).ptr;
   }
   out.resize(static_cast<size_t>(p - out.data()));
+}
+
+od::parser& ThreadJsonParser() {
+  thread_local od::parser parser;
+  return parser;
 }
 
 }  // namespace toktier::api

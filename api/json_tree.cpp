@@ -1,10 +1,10 @@
 // simdjson on-demand -> nlohmann::ordered_json (api/json_tree.h). Built
-// with the same kernel flags as completions.cpp (api/CMakeLists.txt).
+// with the same kernel flags as completions.cpp (api/CMakeLists.txt), and
+// walks with the same per-thread parser.
 #include "api/json_tree.h"
 
 #include "api/json_string.h"
-
-#include <simdjson.h>
+#include "api/simdjson_parser.h"
 
 #include <cstring>
 #include <string>
@@ -15,11 +15,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 using nlohmann::ordered_json;
-
-od::parser& ThreadParser() {
-  thread_local od::parser parser;
-  return parser;
-}
 
 bool Build(od::value v, ordered_json* out) {
   od::json_type type;
@@ -84,12 +79,14 @@ bool Build(od::value v, ordered_json* out) {
   return false;
 }
 
-void Dump(const ordered_json& j, std::string* out) {
+// `skip`: a key left out of this object (not of nested ones); "" = none.
+void Dump(const ordered_json& j, std::string* out, std::string_view skip = {}) {
   switch (j.type()) {
     case nlohmann::detail::value_t::object: {
       out->push_back('{');
       bool first = true;
       for (const auto& [k, v] : j.items()) {
+        if (!skip.empty() && k == skip) continue;
         if (!first) out->push_back(',');
         first = false;
         out->push_back('"');
@@ -125,22 +122,7 @@ void Dump(const ordered_json& j, std::string* out) {
 
 std::string DumpJsonTree(const ordered_json& tree, std::string_view skip) {
   std::string out;
-  if (skip.empty() || !tree.is_object()) {
-    Dump(tree, &out);
-    return out;
-  }
-  out.push_back('{');
-  bool first = true;
-  for (const auto& [k, v] : tree.items()) {
-    if (k == skip) continue;
-    if (!first) out.push_back(',');
-    first = false;
-    out.push_back('"');
-    AppendEscapedJsonString(k, &out);
-    out.append("\":");
-    Dump(v, &out);
-  }
-  out.push_back('}');
+  Dump(tree, &out, skip);
   return out;
 }
 
@@ -149,7 +131,7 @@ bool ParseJsonTreeFast(std::string_view text, ordered_json* out) {
   if (text.size() >= 3 && std::memcmp(text.data(), "\xEF\xBB\xBF", 3) == 0) return false;
   simdjson::padded_string padded(text);
   od::document doc;
-  if (ThreadParser().iterate(padded).get(doc)) return false;
+  if (ThreadJsonParser().iterate(padded).get(doc)) return false;
   od::json_type type;
   if (doc.type().get(type) || (type != od::json_type::object && type != od::json_type::array)) return false;
   od::value root;

@@ -19,9 +19,10 @@
 // before any figure is printed). Prints a JSON line per mode, API, context
 // and path: the client's time per turn (P50, P90, P99), the added time
 // (path minus direct, per turn), and toktier's CPU time per turn.
-import {spawn} from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+
+import {conversation, pct, request, startToktier} from "./chat_bench_support.mjs";
 
 const args = process.argv.slice(2);
 const opt = (k, d) => (args.includes(k) ? args[args.indexOf(k) + 1] : d);
@@ -36,41 +37,7 @@ const logRequests = args.includes("--log-requests");
 const agent = new http.Agent({keepAlive: true, maxSockets: 4});
 const clockTick = 100;  // USER_HZ: /proc/PID/stat counts CPU time in 1/100 s
 
-function request(url, path, data, headers = {}) {
-  return new Promise((resolve, reject) => {
-    const t0 = process.hrtime.bigint();
-    const req = http.request(url + path, {method: "POST", agent, headers: {
-      "content-type": "application/json", "content-length": data.length, ...headers}}, (res) => {
-      const parts = [];
-      res.on("data", (c) => parts.push(c));
-      res.on("end", () => resolve({status: res.statusCode, ms: Number(process.hrtime.bigint() - t0) / 1e6,
-                                   body: Buffer.concat(parts).toString("utf8")}));
-    });
-    req.on("error", reject);
-    req.end(data);
-  });
-}
-
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
-};
 const round = (x) => Math.round(x * 1000) / 1000;
-
-// The first messages of the pool whose content adds up to `chars`, then the
-// next `turns` pairs of messages appended one pair per turn.
-function conversation(chars) {
-  const base = [];
-  let n = 0, i = 0;
-  while (n < chars && i < pool.length) {
-    base.push(pool[i]);
-    n += pool[i++].content.length;
-  }
-  if (n < chars) throw new Error(`the pool has only ${n} characters`);
-  const extra = pool.slice(i, i + 2 * turns);
-  if (extra.length < 2 * turns) throw new Error("the pool is too short for the turns");
-  return {base, extra, chars: n};
-}
 
 // One turn's body in each API, as the agents send it.
 function bodyOf(api, messages) {
@@ -122,26 +89,9 @@ const engine = http.createServer((req, res) => {
 await new Promise((r) => engine.listen(0, "127.0.0.1", r));
 const engineUrl = `http://127.0.0.1:${engine.address().port}`;
 
-async function startProxy(mode, extra) {
-  // The models of tools/dev-models.json, whose tokenizer paths are relative
-  // to the source tree.
-  const root = new URL("..", import.meta.url).pathname;
-  const p = spawn(toktier, ["serve", "--config", `${root}tools/dev-models.json`, "--port", "0", "--backends",
-                            engineUrl, "--data-dir", "", "--chat-forward", mode, "--shadow-sample-rate", "0",
-                            ...(logRequests ? ["--log-requests", "true"] : []), ...extra],
-                  {stdio: ["ignore", "ignore", "pipe"], cwd: root});
-  let log = "";
-  const port = await new Promise((resolve, reject) => {
-    p.stderr.on("data", (c) => {
-      if (logRequests && log.includes("listening")) process.stderr.write(c);
-      log += c;
-      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    p.on("exit", () => reject(new Error(`toktier exited: ${log}`)));
-  });
-  return {proc: p, url: `http://127.0.0.1:${port}`};
-}
+const startProxy = (mode, extra) =>
+  startToktier(toktier, engineUrl, ["--chat-forward", mode, ...(logRequests ? ["--log-requests", "true"] : []), ...extra],
+               logRequests ? (c) => process.stderr.write(c) : null);
 
 // utime + stime of a process, in ms.
 function cpuMs(pid) {
@@ -163,7 +113,7 @@ let verified = 0;
 for (const mode of modes) {
   const proxies = {stateful: await startProxy(mode, []), stateless: await startProxy(mode, ["--state", "off"])};
   for (const ctx of contexts) {
-    const {base, extra, chars} = conversation(ctx);
+    const {base, extra, chars} = conversation(pool, ctx, turns);
     for (const api of apis) {
       const ms = {direct: [], stateless: [], stateful: []};
       const sent = [];  // per turn: {stateless, stateful} engine bodies
@@ -180,7 +130,7 @@ for (const mode of modes) {
         for (const path of order) {
           const url = path === "direct" ? engineUrl : proxies[path].url;
           received.length = 0;
-          const r = await request(url, pathOf[api], data, session);
+          const r = await request(agent, url, "POST", pathOf[api], data, session);
           if (r.status !== 200) throw new Error(`${mode} ${api} ${path}: ${r.status} ${r.body.slice(0, 300)}`);
           if (received.length !== 1) throw new Error(`${mode} ${api} ${path}: the engine got ${received.length} requests`);
           bodies[path] = received[0];

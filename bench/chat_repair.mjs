@@ -15,9 +15,10 @@
 // FILE.json: [{role, content}, ...] (bench/chat_repair.sh makes it from the
 // workloads). Prints a JSON line per context and path: the client's time per
 // turn (P50, P90, P99) and toktier's tokenization time per turn.
-import {spawn} from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
+
+import {conversation, pct, request, startToktier} from "./chat_bench_support.mjs";
 const args = process.argv.slice(2);
 const opt = (k, d) => (args.includes(k) ? args[args.indexOf(k) + 1] : d);
 const toktier = opt("--toktier");
@@ -27,47 +28,11 @@ const turns = Number(opt("--turns", "30"));
 const model = opt("--model", "qwen3");
 const agent = new http.Agent({keepAlive: true, maxSockets: 2});
 
-function request(url, method, path, body, headers = {}) {
-  return new Promise((resolve, reject) => {
-    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const t0 = process.hrtime.bigint();
-    const req = http.request(url + path, {method, agent, headers: data ? {
-      "content-type": "application/json", "content-length": data.length, ...headers} : headers}, (res) => {
-      const parts = [];
-      res.on("data", (c) => parts.push(c));
-      res.on("end", () => resolve({status: res.statusCode, ms: Number(process.hrtime.bigint() - t0) / 1e6,
-                                   body: Buffer.concat(parts).toString("utf8")}));
-    });
-    req.on("error", reject);
-    req.end(data);
-  });
-}
-
 async function tokenizeSeconds(url) {
-  const r = await request(url, "GET", "/metrics");
+  const r = await request(agent, url, "GET", "/metrics");
   let sum = 0;
   for (const l of r.body.split("\n")) if (l.startsWith("toktier_tokenization_seconds_sum")) sum += Number(l.split(" ").pop());
   return sum;
-}
-
-const pct = (xs, p) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
-};
-
-// The first messages of the pool whose content adds up to `chars`, then the
-// next `turns` pairs of messages appended one pair per turn.
-function conversation(chars) {
-  const base = [];
-  let n = 0, i = 0;
-  while (n < chars && i < pool.length) {
-    base.push(pool[i]);
-    n += pool[i++].content.length;
-  }
-  if (n < chars) throw new Error(`the pool has only ${n} characters`);
-  const extra = pool.slice(i, i + 2 * turns);
-  if (extra.length < 2 * turns) throw new Error("the pool is too short for the turns");
-  return {base, extra, chars: n};
 }
 
 // The engine: answers every chat request at once and keeps its input_ids.
@@ -88,31 +53,13 @@ const engine = http.createServer((req, res) => {
 await new Promise((r) => engine.listen(0, "127.0.0.1", r));
 const enginePort = engine.address().port;
 
-async function startProxy(extra) {
-  // The models of tools/dev-models.json, whose tokenizer paths are relative
-  // to the source tree.
-  const root = new URL("..", import.meta.url).pathname;
-  const p = spawn(toktier, ["serve", "--config", `${root}tools/dev-models.json`, "--port", "0", "--backends",
-                            `http://127.0.0.1:${enginePort}`, "--data-dir", "", "--chat-forward", "sglang",
-                            "--shadow-sample-rate", "0", ...extra],
-                  {stdio: ["ignore", "ignore", "pipe"], cwd: root});
-  let log = "";
-  const port = await new Promise((resolve, reject) => {
-    p.stderr.on("data", (c) => {
-      log += c;
-      const m = log.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) resolve(Number(m[1]));
-    });
-    p.on("exit", () => reject(new Error(`toktier exited: ${log}`)));
-  });
-  return {proc: p, url: `http://127.0.0.1:${port}`};
-}
+const startProxy = (extra) => startToktier(toktier, `http://127.0.0.1:${enginePort}`, ["--chat-forward", "sglang", ...extra]);
 const proxies = {stateful: await startProxy([]), stateless: await startProxy(["--state", "off"])};
 const urls = {stateful: proxies.stateful.url, stateless: proxies.stateless.url};
 let verified = 0;
 
 for (const ctx of contexts) {
-  const {base, extra, chars} = conversation(ctx);
+  const {base, extra, chars} = conversation(pool, ctx, turns);
   const rows = {stateful: [], stateless: []};
   const tok = {stateful: [], stateless: []};
   const session = {"x-session-id": `chat-bench-${ctx}`};
@@ -122,7 +69,7 @@ for (const ctx of contexts) {
     const body = {model, messages, max_tokens: 1, temperature: 0};
     for (const path of t % 2 ? ["stateful", "stateless"] : ["stateless", "stateful"]) {
       const before = await tokenizeSeconds(urls[path]);
-      const r = await request(urls[path], "POST", "/v1/chat/completions", body, session);
+      const r = await request(agent, urls[path], "POST", "/v1/chat/completions", Buffer.from(JSON.stringify(body)), session);
       if (r.status !== 200) throw new Error(`${path}: ${r.status} ${r.body.slice(0, 200)}`);
       if (!received.at(-1)) throw new Error(`${path}: the engine got no input_ids`);
       const dt = ((await tokenizeSeconds(urls[path])) - before) * 1e3;
