@@ -4,7 +4,9 @@
 // vllm-mode decoding options are read without failing. Inputs expand deep
 // nesting markers (fuzz_support.h ExpandNesting): a body nested past the
 // bound is a 400, and the copies and dumps of an accepted one stay within
-// the stack.
+// the stack. The fast body parse (api/json_tree.h) is checked against
+// nlohmann: an accepted body's tree is nlohmann's, and the fast dump writes
+// nlohmann's dump of it byte for byte.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -13,6 +15,7 @@
 
 #include "fuzz_support.h"
 #include "api/api.h"
+#include "api/json_tree.h"
 
 using namespace toktier::api;
 
@@ -26,6 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   toktier::fuzz::Check(!JsonNestingExceeds(body, kDefaultJsonMaxDepth), "fuzz_chat_request",
                        "an accepted body is within the nesting bound");
+  toktier::fuzz::Check(req.body == nlohmann::ordered_json::parse(body, nullptr, false), "fuzz_chat_request",
+                       "the parsed tree is the one nlohmann builds");
+  toktier::fuzz::Check(DumpJsonTree(req.body) == req.body.dump(), "fuzz_chat_request",
+                       "the fast dump is nlohmann's dump");
   for (ChatForward mode : {ChatForward::kCompletions, ChatForward::kSglang, ChatForward::kDynamo, ChatForward::kVllm}) {
     (void)ChatUnsupported(mode, req);
     ChatForwardPlan plan = PlanChatForward(mode, req);
