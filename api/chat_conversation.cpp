@@ -3,7 +3,11 @@
 // model_dump(), re-expressed here for text-only models.
 #include "api/chat_conversation.h"
 
+#include "api/json_tree.h"
+
 #include <string>
+#include <type_traits>
+#include <vector>
 
 namespace toktier::api {
 
@@ -18,17 +22,29 @@ bool Fail(RequestError* error, std::string message, std::string param = "message
   return false;
 }
 
+// `Json` is `const ordered_json` (the request's strings are copied) or
+// `ordered_json` (moved: the caller gave the messages away).
+template <typename Json>
+using StringPtr = std::conditional_t<std::is_const_v<Json>, const std::string*, std::string*>;
+
+template <typename Json>
+std::string Take(StringPtr<Json> s) {
+  if constexpr (std::is_const_v<Json>) return *s;
+  else return std::move(*s);
+}
+
 // The text parts of `content` (a string is one part, null none).
-bool ContentTexts(const ordered_json& content, std::vector<const std::string*>* texts, RequestError* error) {
+template <typename Json>
+bool ContentTexts(Json& content, std::vector<StringPtr<Json>>* texts, RequestError* error) {
   if (content.is_null()) return true;
   if (content.is_string()) {
-    texts->push_back(content.get_ptr<const std::string*>());
+    texts->push_back(content.template get_ptr<StringPtr<Json>>());
     return true;
   }
   if (!content.is_array()) return Fail(error, "a message's 'content' must be a string, a list of parts or null.");
-  for (const auto& part : content) {
+  for (auto& part : content) {
     if (part.is_string()) {  // vLLM takes a bare string as a text part
-      texts->push_back(part.get_ptr<const std::string*>());
+      texts->push_back(part.template get_ptr<StringPtr<Json>>());
       continue;
     }
     if (!part.is_object()) return Fail(error, "a content part must be an object with a 'type'.");
@@ -37,17 +53,19 @@ bool ContentTexts(const ordered_json& content, std::vector<const std::string*>* 
     // input_text/output_text: the Responses API's names of a text part
     // (vLLM parses them as text).
     if (*type != "text" && *type != "input_text" && *type != "output_text") {
-      return Fail(error, "content parts of type '" + type->get<std::string>() +
+      return Fail(error, "content parts of type '" + type->template get<std::string>() +
                              "' are not supported on the token path (text only).");
     }
     auto text = part.find("text");
     if (text == part.end() || !text->is_string()) return Fail(error, "a text part must have a string 'text'.");
-    texts->push_back(text->get_ptr<const std::string*>());
+    texts->push_back(text->template get_ptr<StringPtr<Json>>());
   }
   return true;
 }
 
-std::string Joined(const std::vector<const std::string*>& texts) {
+template <typename Json>
+std::string Joined(const std::vector<StringPtr<Json>>& texts) {
+  if (texts.size() == 1) return Take<Json>(texts[0]);
   std::string out;
   for (size_t i = 0; i < texts.size(); ++i) {
     if (i) out += '\n';
@@ -56,9 +74,10 @@ std::string Joined(const std::vector<const std::string*>& texts) {
   return out;
 }
 
-ordered_json Parts(const std::vector<const std::string*>& texts) {
+template <typename Json>
+ordered_json Parts(const std::vector<StringPtr<Json>>& texts) {
   ordered_json parts = ordered_json::array();
-  for (const auto* t : texts) parts.push_back(ordered_json{{"type", "text"}, {"text", *t}});
+  for (auto* t : texts) parts.push_back(ordered_json{{"type", "text"}, {"text", Take<Json>(t)}});
   return parts;
 }
 
@@ -84,23 +103,23 @@ bool ToolCalls(const ordered_json& calls, ordered_json* out, RequestError* error
   return true;
 }
 
-}  // namespace
-
-bool BuildConversation(const ordered_json& messages, chat::ContentFormat format, ordered_json* conversation,
-                       RequestError* error) {
+template <typename Json>
+bool Build(Json& messages, chat::ContentFormat format, ordered_json* conversation, RequestError* error) {
   if (!messages.is_array()) return Fail(error, "'messages' must be a list.");
   ordered_json conv = ordered_json::array();
-  for (const auto& m : messages) {
+  for (auto& m : messages) {
     if (!m.is_object()) return Fail(error, "every message must be an object.");
     auto role_it = m.find("role");
     if (role_it == m.end() || !role_it->is_string()) return Fail(error, "every message must have a string 'role'.");
-    const std::string& role = role_it->get_ref<const std::string&>();
-    std::vector<const std::string*> texts;
+    const std::string& role = role_it->template get_ref<const std::string&>();
+    std::vector<StringPtr<Json>> texts;
     if (auto c = m.find("content"); c != m.end() && !ContentTexts(*c, &texts, error)) return false;
-    ordered_json msg = ordered_json::object();
+    ordered_json msg = ObjectWithRoom(8);
     msg["role"] = role;
     const bool parts = format == chat::ContentFormat::kOpenAI;
-    if (parts) msg["content"] = Parts(texts); else msg["content"] = Joined(texts);
+    // A tool message's text parts read as one string (most templates take a
+    // tool message's content as a string).
+    if (parts && role != "tool") msg["content"] = Parts<Json>(texts); else msg["content"] = Joined<Json>(texts);
     if (role == "assistant") {
       if (auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
         ordered_json calls;
@@ -114,9 +133,6 @@ bool BuildConversation(const ordered_json& messages, chat::ContentFormat format,
       }
     } else if (role == "tool") {
       if (auto id = m.find("tool_call_id"); id != m.end()) msg["tool_call_id"] = *id;
-      // Tool results sent as text parts read as one string (most templates
-      // take a tool message's content as a string).
-      if (parts) msg["content"] = Joined(texts);
     }
     if (auto name = m.find("name"); name != m.end() && name->is_string()) msg["name"] = *name;
     if (auto task = m.find("task"); task != m.end() && task->is_string()) msg["task"] = *task;
@@ -128,6 +144,18 @@ bool BuildConversation(const ordered_json& messages, chat::ContentFormat format,
   }
   *conversation = std::move(conv);
   return true;
+}
+
+}  // namespace
+
+bool BuildConversation(const ordered_json& messages, chat::ContentFormat format, ordered_json* conversation,
+                       RequestError* error) {
+  return Build(messages, format, conversation, error);
+}
+
+bool BuildConversation(ordered_json&& messages, chat::ContentFormat format, ordered_json* conversation,
+                       RequestError* error) {
+  return Build(messages, format, conversation, error);
 }
 
 bool BuildToolDicts(const ordered_json& tools, ordered_json* dicts, RequestError* error) {

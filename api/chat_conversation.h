@@ -27,6 +27,9 @@ namespace toktier::api {
 // False and *error (400) for a message or part of the wrong shape.
 [[nodiscard]] bool BuildConversation(const nlohmann::ordered_json& messages, chat::ContentFormat format,
                                      nlohmann::ordered_json* conversation, RequestError* error);
+// The same, moving the texts out of `messages` instead of copying them.
+[[nodiscard]] bool BuildConversation(nlohmann::ordered_json&& messages, chat::ContentFormat format,
+                                     nlohmann::ordered_json* conversation, RequestError* error);
 
 // tools -> the dicts vLLM passes to the template: {"type", "function":
 // {"name", "description" (null when absent), "parameters" (null when

@@ -144,32 +144,52 @@ std::string ChatUnsupported(ChatForward mode, const ChatRequest& req) {
   return "";
 }
 
-chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, int64_t now_unix_seconds,
-                              std::string* prompt) {
+namespace {
+
+// `taken`: the request's own messages, given away (moved into the
+// conversation), or null to copy them from `req.body`.
+chat::Status Render(const ChatModel& model, const ChatRequest& req, ordered_json* taken, int64_t now_unix_seconds,
+                    std::string* prompt) {
   // What the template sees is what vLLM passes it (api/chat_conversation.h),
   // not the request's own JSON: parts joined or kept by the template's
   // content format, tool-call arguments as values, tools as model_dump()s.
   const auto& b = req.body;
-  ordered_json view = ordered_json::object();
+  ordered_json view = ObjectWithRoom(4);
   RequestError err;
   auto messages = b.find("messages");
   if (messages == b.end()) return chat::Status::Error(core::StatusCode::kInvalidArgument, "no messages");
   const chat::ContentFormat format = model.tmpl ? model.tmpl->content_format() : chat::ContentFormat::kString;
-  if (!BuildConversation(*messages, format, &view["messages"], &err)) {
-    return chat::Status::Error(core::StatusCode::kInvalidArgument, err.message);
-  }
+  const bool built = taken ? BuildConversation(std::move(*taken), format, &view["messages"], &err)
+                           : BuildConversation(*messages, format, &view["messages"], &err);
+  if (!built) return chat::Status::Error(core::StatusCode::kInvalidArgument, err.message);
   if (auto t = b.find("tools"); t != b.end() && !t->is_null()) {
     if (!BuildToolDicts(*t, &view["tools"], &err)) return chat::Status::Error(core::StatusCode::kInvalidArgument, err.message);
   }
   for (const char* k : {"add_generation_prompt", "chat_template_kwargs"}) {
     if (auto it = b.find(k); it != b.end()) view[k] = *it;
   }
+  // The view and the inputs are this function's own: each stage hands its
+  // strings to the next (one copy of the conversation in all, or none).
   ordered_json inputs;
-  chat::Status s = chat::BuildChatInputs(view, model.tokenizer_config, &inputs);
+  chat::Status s = chat::BuildChatInputs(std::move(view), model.tokenizer_config, &inputs);
   if (!s.ok()) return s;
   chat::RenderOptions ro;
   ro.now_unix_seconds = now_unix_seconds;
-  return model.tmpl->Render(inputs, ro, prompt);
+  return model.tmpl->Render(std::move(inputs), ro, prompt);
+}
+
+}  // namespace
+
+chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, int64_t now_unix_seconds,
+                              std::string* prompt) {
+  return Render(model, req, nullptr, now_unix_seconds, prompt);
+}
+
+chat::Status RenderChatPromptTakingMessages(const ChatModel& model, ChatRequest* req, int64_t now_unix_seconds,
+                                            std::string* prompt) {
+  auto messages = req->body.find("messages");
+  if (messages == req->body.end()) return chat::Status::Error(core::StatusCode::kInvalidArgument, "no messages");
+  return Render(model, *req, &*messages, now_unix_seconds, prompt);
 }
 
 ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {

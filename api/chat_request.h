@@ -70,6 +70,12 @@ std::string ChatUnsupported(ChatForward mode, const ChatRequest& req);
 // `now_unix_seconds`.
 [[nodiscard]] chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, int64_t now_unix_seconds,
                                             std::string* prompt);
+// The same, moving the message texts out of req->body (its "messages" are
+// left with empty strings): for a caller that has already taken from the
+// body all it forwards (PlanChatForward), so a 1 MB conversation is not
+// copied on its way to the renderer.
+[[nodiscard]] chat::Status RenderChatPromptTakingMessages(const ChatModel& model, ChatRequest* req,
+                                                          int64_t now_unix_seconds, std::string* prompt);
 
 // The body for the engine is head + "1,2,3" (the prompt's IDs) + tail, sent
 // to `target`.

@@ -52,13 +52,20 @@ namespace {
 
 template <class Json>
 JsonParseOutcome Parse(std::string_view text, size_t max_depth, Json* out) {
+  if constexpr (std::is_same_v<Json, nlohmann::ordered_json>) {
+    // Client bodies: the fast walk (which checks the depth as it goes), or
+    // the scan and nlohmann where it does not vouch.
+    switch (ParseJsonTreeFast(text, max_depth, out)) {
+      case FastTree::kBuilt: return JsonParseOutcome::kOk;
+      case FastTree::kTooDeep:
+        *out = Json(nlohmann::detail::value_t::discarded);
+        return JsonParseOutcome::kTooDeep;
+      case FastTree::kNotVouched: break;
+    }
+  }
   if (JsonNestingExceeds(text, max_depth)) {
     *out = Json(nlohmann::detail::value_t::discarded);
     return JsonParseOutcome::kTooDeep;
-  }
-  if constexpr (std::is_same_v<Json, nlohmann::ordered_json>) {
-    // Client bodies: the fast walk, or nlohmann where it does not vouch.
-    if (ParseJsonTreeFast(text, out)) return JsonParseOutcome::kOk;
   }
   *out = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
   return out->is_discarded() ? JsonParseOutcome::kMalformed : JsonParseOutcome::kOk;

@@ -9,18 +9,37 @@
 // integers, duplicate keys, trailing data).
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
 namespace toktier::api {
 
+// An empty object with room for `n` keys. nlohmann's ordered_map is a
+// vector of pair<const string, json>, and the const key makes the pair's
+// move constructor a throwing one: when the vector grows it copies every
+// value instead of moving it, so an object that receives a 1 MB messages
+// array before its other keys copies that array once per growth. Objects
+// built with large values early reserve their slots first.
+inline nlohmann::ordered_json ObjectWithRoom(size_t n) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j.get_ref<nlohmann::ordered_json::object_t&>().reserve(n);
+  return j;
+}
+
+enum class FastTree {
+  kBuilt,       // *out is the tree
+  kTooDeep,     // arrays and objects nest deeper than max_depth (JsonNestingExceeds would say so too)
+  kNotVouched,  // *out unspecified: the caller checks the depth and parses with nlohmann
+};
+
 // The tree of `text` (one JSON object or array, whitespace around it) in
 // *out, as nlohmann::ordered_json::parse builds it (duplicate keys: the
-// first position, the last value). False, with *out unspecified, when the
-// fast walk does not vouch for it: the caller then parses with nlohmann.
-// The caller has checked the nesting bound (the walk recurses per level).
-[[nodiscard]] bool ParseJsonTreeFast(std::string_view text, nlohmann::ordered_json* out);
+// first position, the last value), with the nesting bound checked on the
+// way (the top-level value is depth 1), so a body the walk reads needs no
+// separate depth scan.
+[[nodiscard]] FastTree ParseJsonTreeFast(std::string_view text, size_t max_depth, nlohmann::ordered_json* out);
 
 // `tree` as tree.dump() writes it (compact, UTF-8 kept, nlohmann's number
 // forms), byte for byte, less the top-level key `skip` when tree is an

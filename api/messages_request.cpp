@@ -1,5 +1,6 @@
 // Anthropic Messages -> chat completions (api/messages_request.h).
 #include "api/messages_request.h"
+#include "api/json_tree.h"
 
 #include <cstdio>
 
@@ -302,7 +303,7 @@ bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options,
     if (!ConvertMessage(m, &chat_messages, error)) return false;
   }
 
-  ordered_json c = ordered_json::object();
+  ordered_json c = ObjectWithRoom(16);
   c["model"] = out->model;
   c["messages"] = std::move(chat_messages);
   if (!count_tokens) {

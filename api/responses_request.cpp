@@ -1,5 +1,6 @@
 // OpenAI Responses -> chat completions (api/responses_request.h).
 #include "api/responses_request.h"
+#include "api/json_tree.h"
 
 namespace toktier::api {
 
@@ -175,7 +176,7 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
   }
   if (messages.empty()) return Fail(error, "'input' holds no message.", "input");
 
-  ordered_json c = ordered_json::object();
+  ordered_json c = ObjectWithRoom(16);
   c["model"] = out->model;
   c["messages"] = std::move(messages);
   if (auto mt = b.find("max_output_tokens"); mt != b.end() && !mt->is_null()) {

@@ -1,6 +1,7 @@
 #include "chat/chat_template.h"
 
 #include <new>
+#include <type_traits>
 
 #include "chat/error.h"
 #include "chat/interpreter.h"
@@ -58,6 +59,14 @@ Status ChatTemplate::Render(const nlohmann::ordered_json& inputs, const RenderOp
   });
 }
 
+Status ChatTemplate::Render(nlohmann::ordered_json&& inputs, const RenderOptions& options, std::string* out) const {
+  if (!inputs.is_object()) return Status::Error(StatusCode::kInvalidArgument, "inputs must be a JSON object");
+  return Guarded([&] {
+    Interpreter interpreter(options);
+    *out = interpreter.Run(*impl_->program, std::move(inputs));
+  });
+}
+
 namespace {
 
 // tokenizer_config.json writes a special token as a string or as an
@@ -75,19 +84,32 @@ const nlohmann::ordered_json* TokenString(const nlohmann::ordered_json& config, 
 
 }  // namespace
 
-Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::ordered_json& tokenizer_config,
-                       nlohmann::ordered_json* inputs) {
+namespace {
+
+// `Json` is `const ordered_json` (the request's values are copied) or
+// `ordered_json` (moved: the caller gave the request away).
+template <typename Json>
+Status BuildInputs(Json& request, const nlohmann::ordered_json& tokenizer_config, nlohmann::ordered_json* inputs) {
+  auto take = [](auto& v) -> nlohmann::ordered_json {
+    if constexpr (std::is_const_v<Json>) return v;
+    else return std::move(v);
+  };
   if (!request.is_object()) return Status::Error(StatusCode::kInvalidArgument, "the request must be a JSON object");
   auto messages = request.find("messages");
   if (messages == request.end() || !messages->is_array()) {
     return Status::Error(StatusCode::kInvalidArgument, "the request has no \"messages\" array");
   }
+  // Room for every key first: growing an ordered_json object copies its
+  // values (the pair's const key makes its move a throwing one), and
+  // messages go in first.
   nlohmann::ordered_json in = nlohmann::ordered_json::object();
-  in["messages"] = *messages;
+  const auto kw = request.find("chat_template_kwargs");
+  in.get_ref<nlohmann::ordered_json::object_t&>().reserve(8 + (kw != request.end() && kw->is_object() ? kw->size() : 0));
+  in["messages"] = take(*messages);
   // transformers passes tools and documents as None when absent.
   auto tools = request.find("tools");
   in["add_generation_prompt"] = true;
-  in["tools"] = tools != request.end() ? *tools : nlohmann::ordered_json(nullptr);
+  in["tools"] = tools != request.end() ? take(*tools) : nlohmann::ordered_json(nullptr);
   in["documents"] = nullptr;
   auto agp = request.find("add_generation_prompt");
   if (agp != request.end()) {
@@ -100,10 +122,22 @@ Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::or
   auto kwargs = request.find("chat_template_kwargs");
   if (kwargs != request.end() && !kwargs->is_null()) {
     if (!kwargs->is_object()) return Status::Error(StatusCode::kInvalidArgument, "chat_template_kwargs must be an object");
-    for (const auto& [k, v] : kwargs->items()) in[k] = v;
+    for (auto it = kwargs->begin(); it != kwargs->end(); ++it) in[it.key()] = take(it.value());
   }
   *inputs = std::move(in);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status BuildChatInputs(const nlohmann::ordered_json& request, const nlohmann::ordered_json& tokenizer_config,
+                       nlohmann::ordered_json* inputs) {
+  return BuildInputs(request, tokenizer_config, inputs);
+}
+
+Status BuildChatInputs(nlohmann::ordered_json&& request, const nlohmann::ordered_json& tokenizer_config,
+                       nlohmann::ordered_json* inputs) {
+  return BuildInputs(request, tokenizer_config, inputs);
 }
 
 }  // namespace toktier::chat

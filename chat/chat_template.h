@@ -75,6 +75,9 @@ class ChatTemplate {
   // it), hence ordered_json. On error *out is unspecified.
   [[nodiscard]] Status Render(const nlohmann::ordered_json& inputs, const RenderOptions& options,
                               std::string* out) const;
+  // The same, taking the inputs' strings instead of copying them (a
+  // megabyte conversation is handed to the renderer, not copied into it).
+  [[nodiscard]] Status Render(nlohmann::ordered_json&& inputs, const RenderOptions& options, std::string* out) const;
 
   // The content format this template expects (computed from its syntax tree).
   ContentFormat content_format() const;
@@ -96,6 +99,9 @@ class ChatTemplate {
 // an object with "content"), then chat_template_kwargs on top.
 [[nodiscard]] Status BuildChatInputs(const nlohmann::ordered_json& request,
                                      const nlohmann::ordered_json& tokenizer_config,
+                                     nlohmann::ordered_json* inputs);
+// The same, moving messages, tools and kwargs out of `request`.
+[[nodiscard]] Status BuildChatInputs(nlohmann::ordered_json&& request, const nlohmann::ordered_json& tokenizer_config,
                                      nlohmann::ordered_json* inputs);
 
 }  // namespace toktier::chat

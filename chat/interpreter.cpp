@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "chat/error.h"
 #include "chat/text_util.h"
@@ -38,36 +39,47 @@ Value Env::Lookup(const std::string& name) const {
   return Value::Undefined();
 }
 
-Value FromJson(const nlohmann::ordered_json& j, int depth) {
+namespace {
+
+// `Json` is `const ordered_json` (the strings are copied) or `ordered_json`
+// (the caller gave the inputs away: the strings are moved, so a megabyte
+// conversation is not copied once more on its way into the renderer).
+template <typename Json>
+Value ConvertJson(Json& j, int depth) {
   if (depth > 256) Fail(StatusCode::kLimitExceeded, "input JSON nested deeper than 256");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::Null();
-    case nlohmann::ordered_json::value_t::boolean: return Value::Bool(j.get<bool>());
-    case nlohmann::ordered_json::value_t::number_integer: return Value::Integer(static_cast<double>(j.get<int64_t>()));
-    case nlohmann::ordered_json::value_t::number_unsigned: return Value::Integer(static_cast<double>(j.get<uint64_t>()));
+    case nlohmann::ordered_json::value_t::boolean: return Value::Bool(j.template get<bool>());
+    case nlohmann::ordered_json::value_t::number_integer: return Value::Integer(static_cast<double>(j.template get<int64_t>()));
+    case nlohmann::ordered_json::value_t::number_unsigned: return Value::Integer(static_cast<double>(j.template get<uint64_t>()));
     case nlohmann::ordered_json::value_t::number_float: {
-      double d = j.get<double>();
+      double d = j.template get<double>();
       return std::isfinite(d) && std::trunc(d) == d ? Value::Integer(d) : Value::Float(d);
     }
-    case nlohmann::ordered_json::value_t::string: return Value::String(j.get<std::string>());
+    case nlohmann::ordered_json::value_t::string:
+      if constexpr (std::is_const_v<Json>) {
+        return Value::String(j.template get_ref<const std::string&>());
+      } else {
+        return Value::String(std::move(j.template get_ref<std::string&>()));
+      }
     case nlohmann::ordered_json::value_t::array: {
       ArrayData items;
       items.reserve(j.size());
-      for (const auto& x : j) items.push_back(FromJson(x, depth + 1));
+      for (auto& x : j) items.push_back(ConvertJson<Json>(x, depth + 1));
       return Value::Array(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       auto data = std::make_shared<ObjectData>();
       std::vector<std::pair<uint64_t, const std::string*>> index_keys;
-      for (const auto& [k, v] : j.items()) {
+      for (auto it = j.begin(); it != j.end(); ++it) {
         uint64_t idx;
-        if (IsArrayIndexKey(k, &idx)) index_keys.emplace_back(idx, &k);
+        if (IsArrayIndexKey(it.key(), &idx)) index_keys.emplace_back(idx, &it.key());
       }
       std::sort(index_keys.begin(), index_keys.end());
-      for (const auto& [idx, k] : index_keys) data->Set(*k, FromJson(j.at(*k), depth + 1));
-      for (const auto& [k, v] : j.items()) {
+      for (const auto& [idx, k] : index_keys) data->Set(*k, ConvertJson<Json>(j.at(*k), depth + 1));
+      for (auto it = j.begin(); it != j.end(); ++it) {
         uint64_t idx;
-        if (!IsArrayIndexKey(k, &idx)) data->Set(k, FromJson(v, depth + 1));
+        if (!IsArrayIndexKey(it.key(), &idx)) data->Set(it.key(), ConvertJson<Json>(it.value(), depth + 1));
       }
       return Value::Object(std::move(data));
     }
@@ -75,6 +87,12 @@ Value FromJson(const nlohmann::ordered_json& j, int depth) {
       FailUnsupported("binary JSON values in inputs");
   }
 }
+
+}  // namespace
+
+Value FromJson(const nlohmann::ordered_json& j, int depth) { return ConvertJson<const nlohmann::ordered_json>(j, depth); }
+
+Value FromJson(nlohmann::ordered_json&& j, int depth) { return ConvertJson<nlohmann::ordered_json>(j, depth); }
 
 void Interpreter::CountIterations(uint64_t n) {
   iterations_ += n;
@@ -161,16 +179,20 @@ void Interpreter::SetupGlobals(Env* env) {
   env->vars["None"] = Value::Null();
 }
 
-std::string Interpreter::Run(const Node& program, const nlohmann::ordered_json& inputs) {
+template <typename Json>
+std::string Interpreter::RunWith(const Node& program, Json& inputs) {
   auto global = std::make_shared<Env>();
   SetupGlobals(global.get());
-  for (const auto& [key, value] : inputs.items()) {
-    if (global->vars.count(key)) FailRender("Variable already declared: " + key);
-    global->vars[key] = FromJson(value);
+  for (auto it = inputs.begin(); it != inputs.end(); ++it) {
+    if (global->vars.count(it.key())) FailRender("Variable already declared: " + it.key());
+    global->vars[it.key()] = ConvertJson<Json>(it.value(), 0);
   }
-  std::string out = EvaluateBlock(program.body, global);
-  return out;
+  return EvaluateBlock(program.body, global);
 }
+
+std::string Interpreter::Run(const Node& program, const nlohmann::ordered_json& inputs) { return RunWith(program, inputs); }
+
+std::string Interpreter::Run(const Node& program, nlohmann::ordered_json&& inputs) { return RunWith(program, inputs); }
 
 std::string Interpreter::EvaluateBlock(const std::vector<NodePtr>& statements, const EnvPtr& env) {
   std::string result;
@@ -180,7 +202,8 @@ std::string Interpreter::EvaluateBlock(const std::vector<NodePtr>& statements, c
     } else {
       Value v = Evaluate(s.get(), env);
       if (v.kind == ValueKind::kNull || v.kind == ValueKind::kUndefined) continue;
-      if (v.IsString()) result += v.s();
+      if (v.IsString() && result.empty()) result = TakeRawString(std::move(v));
+      else if (v.IsString()) result += v.s();
       else result += PrintString(v);
     }
     CheckSize(result.size());
@@ -308,8 +331,8 @@ Value Interpreter::EvaluateBinary(const Node& node, const EnvPtr& env) {
   } else if (left.IsNull() || right.IsNull()) {
     FailRender("Cannot perform operation on null values");
   } else if (op == "~") {
-    std::string s = RawString(left);
-    s += RawString(right);
+    std::string s = TakeRawString(std::move(left));
+    AppendRawString(right, &s);
     CheckSize(s.size());
     return Value::String(std::move(s));
   } else if (op == "**" && numeric_like(left) && numeric_like(right)) {
@@ -347,8 +370,8 @@ Value Interpreter::EvaluateBinary(const Node& node, const EnvPtr& env) {
     }
   }
   if ((left.IsString() || right.IsString()) && op == "+") {
-    std::string s = RawString(left);
-    s += RawString(right);
+    std::string s = TakeRawString(std::move(left));
+    AppendRawString(right, &s);
     CheckSize(s.size());
     return Value::String(std::move(s));
   }
@@ -536,7 +559,8 @@ Value Interpreter::EvaluateFor(const Node& node, const EnvPtr& env) {
     scope->vars["loop"] = Value::Object(std::move(loop));
     bind(scope, items[i]);
     try {
-      result += EvaluateBlock(node.body, scope);
+      if (result.empty()) result = EvaluateBlock(node.body, scope);
+      else result += EvaluateBlock(node.body, scope);
       CheckSize(result.size());
     } catch (const ContinueSignal&) {
       continue;  // the reference leaves no_iteration as it was here

@@ -24,12 +24,15 @@ struct Env {
 // numbers are IntegerValue, objects keep their key order except that
 // integer-like keys come first (JS property order).
 Value FromJson(const nlohmann::ordered_json& j, int depth = 0);
+// The same, moving the strings out of `j` (left with empty strings).
+Value FromJson(nlohmann::ordered_json&& j, int depth = 0);
 
 class Interpreter {
  public:
   explicit Interpreter(const RenderOptions& options) : options_(options) {}
   // Throws RenderFailure.
   std::string Run(const Node& program, const nlohmann::ordered_json& inputs);
+  std::string Run(const Node& program, nlohmann::ordered_json&& inputs);  // takes the inputs' strings
 
   // Used by builtins.
   Value Evaluate(const Node* node, const EnvPtr& env);
@@ -42,6 +45,8 @@ class Interpreter {
   }
 
  private:
+  template <typename Json>
+  std::string RunWith(const Node& program, Json& inputs);
   friend class Builtins;
   std::string EvaluateBlock(const std::vector<NodePtr>& statements, const EnvPtr& env);
   Value EvaluateBinary(const Node& node, const EnvPtr& env);

@@ -176,6 +176,22 @@ std::string PrintString(const Value& v) {
   return "";
 }
 
+std::string TakeRawString(Value&& v) {
+  // use_count() is exact here: a render's values live on its own thread.
+  if (v.kind == ValueKind::kString && v.str.use_count() == 1) {
+    std::string taken = std::move(const_cast<std::string&>(*v.str));  // created non-const (Value::String)
+    v.str.reset();
+    v.kind = ValueKind::kUndefined;
+    return taken;
+  }
+  return RawString(v);
+}
+
+void AppendRawString(const Value& v, std::string* out) {
+  if (v.kind == ValueKind::kString) out->append(v.s());
+  else out->append(RawString(v));
+}
+
 std::string RawString(const Value& v) {
   switch (v.kind) {
     case ValueKind::kUndefined:

@@ -62,7 +62,9 @@ struct Value {
   static Value Bool(bool b) { Value v; v.kind = ValueKind::kBool; v.boolean = b; return v; }
   static Value Integer(double n) { Value v; v.kind = ValueKind::kInteger; v.number = n; return v; }
   static Value Float(double n) { Value v; v.kind = ValueKind::kFloat; v.number = n; return v; }
-  static Value String(std::string s) { Value v; v.kind = ValueKind::kString; v.str = std::make_shared<const std::string>(std::move(s)); return v; }
+  // The string object itself is not const (only the handle is), so a
+  // string held by one Value alone can be taken over (TakeString).
+  static Value String(std::string s) { Value v; v.kind = ValueKind::kString; v.str = std::make_shared<std::string>(std::move(s)); return v; }
   static Value Array(ArrayData items, ValueKind kind = ValueKind::kArray);
   static Value Object(std::shared_ptr<ObjectData> data, ValueKind kind = ValueKind::kObject);
   static Value Func(Function f) { Value v; v.kind = ValueKind::kFunction; v.function = std::make_shared<const Function>(std::move(f)); return v; }
@@ -83,6 +85,12 @@ std::string JsNumberToString(double d);
 std::string PrintString(const Value& v);
 // JS String(value.value): what `~`, `+` and join use.
 std::string RawString(const Value& v);
+// RawString of a value about to be dropped: a string no other Value shares
+// (the result of the previous `+` in `a + b + c`, a block's output) is moved
+// out instead of copied, so building a message's line copies its content once.
+std::string TakeRawString(Value&& v);
+// out += RawString(v), without the intermediate copy for a string.
+void AppendRawString(const Value& v, std::string* out);
 // __bool__.
 bool Truthy(const Value& v);
 // JS `left.value == right.value` (loose) and `===` (strict).

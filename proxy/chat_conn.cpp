@@ -110,13 +110,25 @@ void HttpConn::SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model
     SendError(ErrorReply::Client(400, "The conversation cannot be rendered with model " + model->config.name +
                                           "'s chat template: " + why));
   };
+  // What goes to the engine around the IDs, taken from the body first: the
+  // render then moves the messages' texts out of it instead of copying them
+  // (sglang and dynamo forward the messages, so their head is written now).
+  std::shared_ptr<ChatForwardPlan> plan;
+  if (!mapped.count_tokens) {
+    try {
+      plan = std::make_shared<ChatForwardPlan>(PlanChatForward(cm.mode, *chat));
+    } catch (const std::exception& e) {
+      if (!mapped_api) return PassthroughCounted("chat_render");
+      return SendError(ErrorReply::Client(400, std::string("The request cannot be forwarded: ") + e.what()));
+    }
+  }
   // The prompt, exactly as the reference renderer writes it.
   auto synth = std::make_shared<std::string>();
   auto creq = std::make_shared<CompletionRequest>();
   RequestError err;
   try {
     std::string prompt;
-    core::Status rs = RenderChatPrompt(cm, *chat, UnixNow(), &prompt);
+    core::Status rs = RenderChatPromptTakingMessages(cm, chat.get(), UnixNow(), &prompt);
     if (!rs.ok()) {
       std::fprintf(stderr, "toktier: chat template of model %s: %s%s\n", model->config.name.c_str(),
                    rs.ToString().c_str(), mapped_api ? "" : "; relaying the request as is");
@@ -143,10 +155,10 @@ void HttpConn::SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model
   // prompt_cache_key.
   if (sref.explicit_id.empty()) sref.explicit_id = mapped.session_id();
   auto self = shared_from_this();
-  bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, model, mapped](TokenizeResult res) {
-    asio::post(self->strand_, [self, chat, model, mapped, res = std::move(res)]() mutable {
+  bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, plan, model, mapped](TokenizeResult res) {
+    asio::post(self->strand_, [self, chat, plan, model, mapped, res = std::move(res)]() mutable {
       if (mapped.count_tokens) return self->AnswerCountTokens(res);
-      self->ForwardChat(std::move(chat), model, std::move(res), std::move(mapped));
+      self->ForwardChat(std::move(chat), std::move(plan), model, std::move(res), std::move(mapped));
     });
   });
   if (!queued) {
@@ -156,8 +168,8 @@ void HttpConn::SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model
   }
 }
 
-void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res,
-                           MappedRequest mapped) {
+void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<const ChatForwardPlan> plan,
+                           ModelRuntime* model, TokenizeResult res, MappedRequest mapped) {
   rq_->t_worker_start = res.worker_start;
   rq_->t_worker_end = res.worker_end;
   // A string prompt comes back as [before, "[", ids, "]", after]; anything
@@ -168,21 +180,11 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* mode
     return Passthrough(res.session_key);
   }
   const ChatModel& cm = *model->chat;
-  ChatForwardPlan plan;
-  try {
-    plan = PlanChatForward(cm.mode, *chat);
-  } catch (const std::exception& e) {
-    if (mapped.mapped()) {
-      return SendError(ErrorReply::Client(400, std::string("The request cannot be forwarded: ") + e.what()));
-    }
-    return PassthroughCounted("chat_render");
-  }
-  auto owned = std::make_shared<ChatForwardPlan>(std::move(plan));
   ForwardBody fb;
-  fb.pieces = {owned->head, res.body.pieces[2], owned->tail};
+  fb.pieces = {plan->head, res.body.pieces[2], plan->tail};
   fb.owners = std::move(res.body.owners);
-  fb.owners.push_back(owned);
-  rq_->up_target = owned->target;
+  fb.owners.push_back(plan);
+  rq_->up_target = plan->target;
   std::unique_ptr<api::ResponseTranslator> chat_stage;
   if (cm.mode == ChatForward::kCompletions || cm.mode == ChatForward::kVllm) {
     ChatTranslateOptions o;

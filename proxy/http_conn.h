@@ -123,7 +123,8 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void HandleRequest();
   void HandleCompletions();
   void HandleChat();  // chat_conn.cpp
-  void ForwardChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, TokenizeResult res, MappedRequest mapped);
+  void ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<const ChatForwardPlan> plan, ModelRuntime* model,
+                   TokenizeResult res, MappedRequest mapped);
   // Renders a chat request (or a mapped one) and submits its prompt to the
   // tokenizer.
   void SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, MappedRequest mapped);

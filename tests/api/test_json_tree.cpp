@@ -21,7 +21,7 @@ namespace {
 bool AgreesWithNlohmann(const std::string& text) {
   const ojson reference = ojson::parse(text, nullptr, /*allow_exceptions=*/false);
   ojson fast;
-  const bool vouched = api::ParseJsonTreeFast(text, &fast);
+  const bool vouched = api::ParseJsonTreeFast(text, api::kMaxJsonMaxDepth, &fast) == api::FastTree::kBuilt;
   INFO("text: " << text.substr(0, 200));
   if (reference.is_discarded()) {
     CHECK_FALSE(vouched);
@@ -112,7 +112,7 @@ TEST_CASE("fast body parse: the corners where simdjson and nlohmann differ end i
   // The kinds of numbers, not only their values.
   const std::string numbers = R"([0,-0,1,-1,18446744073709551615,9223372036854775808,-9223372036854775808,1.0,1e2,-0.0])";
   ojson fast;
-  REQUIRE(api::ParseJsonTreeFast(numbers, &fast));
+  REQUIRE(api::ParseJsonTreeFast(numbers, api::kMaxJsonMaxDepth, &fast) == api::FastTree::kBuilt);
   CHECK(Kinds(fast) == Kinds(ojson::parse(numbers)));
 }
 
@@ -142,7 +142,7 @@ TEST_CASE("fast body parse: a chat body is read by the fast walk and ParseBounde
                            R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object",)"
                            R"("properties":{"x":{"type":"integer","minimum":-5,"maximum":1e3}}}}}],"temperature":0.7,"max_tokens":64})";
   ojson fast;
-  REQUIRE(api::ParseJsonTreeFast(body, &fast));
+  REQUIRE(api::ParseJsonTreeFast(body, api::kDefaultJsonMaxDepth, &fast) == api::FastTree::kBuilt);
   CHECK(fast == ojson::parse(body));
   ojson bounded;
   REQUIRE(api::ParseBoundedJson(body, api::kDefaultJsonMaxDepth, &bounded) == api::JsonParseOutcome::kOk);
@@ -150,6 +150,47 @@ TEST_CASE("fast body parse: a chat body is read by the fast walk and ParseBounde
   // Too deep stays refused before either parser runs.
   CHECK(api::ParseBoundedJson(std::string(200, '[') + std::string(200, ']'), 128, &bounded) ==
         api::JsonParseOutcome::kTooDeep);
+}
+
+// The walk checks the nesting bound itself (the separate scan runs only where
+// it declines): its verdict must be the scan's, at the bound, one past it,
+// and when the too-deep value is followed by malformed bytes.
+TEST_CASE("fast body parse: the depth bound checked on the walk agrees with the bracket scan") {
+  std::mt19937 rng(3434);
+  for (int i = 0; i < 4000; ++i) {
+    const size_t depth = 1 + rng() % 40, max_depth = 1 + rng() % 40;
+    std::string text;
+    for (size_t d = 0; d < depth; ++d) text += rng() % 2 ? "[" : "{\"k\":";
+    text += rng() % 3 ? "\"x[{\\\"\"" : "1";
+    for (size_t d = depth; d-- > 0;) {
+      // Which bracket closes level d depends on what opened it: rebuild
+      // the closing side from the opening side.
+      const size_t pos = [&] {
+        size_t p = 0;
+        for (size_t k = 0; k < d; ++k) p += text[p] == '[' ? 1 : 5;
+        return p;
+      }();
+      text += text[pos] == '[' ? "]" : "}";
+    }
+    if (rng() % 4 == 0) text += rng() % 2 ? "]" : "x";  // trailing bytes: malformed
+    INFO("text: " << text << " max_depth " << max_depth);
+    ojson fast;
+    const api::FastTree r = api::ParseJsonTreeFast(text, max_depth, &fast);
+    const bool scan_too_deep = api::JsonNestingExceeds(text, max_depth);
+    if (r == api::FastTree::kTooDeep) CHECK(scan_too_deep);
+    if (r == api::FastTree::kBuilt) {
+      CHECK_FALSE(scan_too_deep);
+      CHECK(fast == ojson::parse(text));
+    }
+    // What ParseBoundedJson answers is what the scan and nlohmann answer.
+    ojson bounded;
+    const api::JsonParseOutcome o = api::ParseBoundedJson(text, max_depth, &bounded);
+    if (scan_too_deep) {
+      CHECK(o == api::JsonParseOutcome::kTooDeep);
+    } else {
+      CHECK(o == (ojson::accept(text) ? api::JsonParseOutcome::kOk : api::JsonParseOutcome::kMalformed));
+    }
+  }
 }
 
 TEST_CASE("fast dump: byte for byte nlohmann's compact dump, and the skipped top-level key is left out") {
