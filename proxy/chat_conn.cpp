@@ -80,87 +80,120 @@ void HttpConn::HandleChat() {
     return Passthrough("");
   }
   rq_->endpoint = Endpoint::kChat;
-  auto chat = std::make_shared<ChatRequest>();
-  RequestError err;
-  bool parsed = false;
-  try {
-    parsed = ParseChatRequest(*rq_->body, chat.get(), &err, cfg().json_max_depth);
-  } catch (const std::exception& e) {
-    err.message = std::string("The request body could not be read: ") + e.what();
-  }
-  rq_->t_parsed = Clock::now();
-  if (!parsed) return SendError(Endpoint::kChat, ErrorReply{std::move(err)});
-  rq_->model = chat->model;
-  ModelRuntime* model = srv_->service.FindModel(chat->model);
-  // Only a body with two "model" fields reads differently in the two parsers: relay it.
-  if (model != target) return PassthroughCounted("unknown_model");
-  if (!model->ForwardIds()) return PassthroughCounted("text_mode");
-  if (std::string why = ChatUnsupported(model->chat->mode, *chat); !why.empty()) return PassthroughCounted(why);
-  SubmitChat(std::move(chat), model, MappedRequest{});
+  // Parsing, checks and rendering: pure, and off the I/O thread for a large body.
+  Prepare(
+      [body = rq_->body, service = &srv_->service, target, max_depth = cfg().json_max_depth] {
+        PreparedChat p;
+        p.chat = std::make_shared<ChatRequest>();
+        RequestError err;
+        bool parsed = false;
+        try {
+          parsed = ParseChatRequest(*body, p.chat.get(), &err, max_depth);
+        } catch (const std::exception& e) {
+          err.message = std::string("The request body could not be read: ") + e.what();
+        }
+        p.t_parsed = Clock::now();
+        if (!parsed) {
+          p.Fail(ErrorReply{std::move(err)});
+          return p;
+        }
+        p.model_name = p.chat->model;
+        p.model = service->FindModel(p.chat->model);
+        // Only a body with two "model" fields reads differently in the two parsers: relay it.
+        if (p.model != target) {
+          p.Relay("unknown_model");
+        } else if (!p.model->ForwardIds()) {
+          p.Relay("text_mode");
+        } else if (std::string why = ChatUnsupported(p.model->chat->mode, *p.chat); !why.empty()) {
+          p.Relay(std::move(why));
+        } else {
+          RenderForTokenizer(&p);
+        }
+        return p;
+      },
+      [this](PreparedChat p) { SubmitPrepared(std::move(p)); });
 }
 
-void HttpConn::SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, MappedRequest mapped) {
-  const bool mapped_api = mapped.mapped();
-  const ChatModel& cm = *model->chat;
+void HttpConn::RenderForTokenizer(PreparedChat* p) {
+  const bool mapped_api = p->mapped.mapped();
+  const ChatModel& cm = *p->model->chat;
+  ChatRequest& chat = *p->chat;
   // A chat request the renderer cannot take goes on unchanged (the engine
   // judges it: never a different prompt); a mapped request has nowhere to
   // go unchanged, so it gets a 400 that says why.
   auto refuse = [&](const std::string& why) {
-    if (!mapped_api) return PassthroughCounted("chat_render");
-    SendError(ErrorReply::Client(400, "The conversation cannot be rendered with model " + model->config.name +
-                                          "'s chat template: " + why));
+    if (!mapped_api) return p->Relay("chat_render");
+    p->Fail(ErrorReply::Client(400, "The conversation cannot be rendered with model " + p->model->config.name +
+                                        "'s chat template: " + why));
   };
   // What goes to the engine around the IDs, taken from the body first: the
   // render then moves the messages' texts out of it instead of copying them
   // (sglang and dynamo forward the messages, so their head is written now).
-  std::shared_ptr<ChatForwardPlan> plan;
-  if (!mapped.count_tokens) {
+  if (!p->mapped.count_tokens) {
     try {
-      plan = std::make_shared<ChatForwardPlan>(PlanChatForward(cm.mode, *chat));
+      p->plan = std::make_shared<ChatForwardPlan>(PlanChatForward(cm.mode, chat));
     } catch (const std::exception& e) {
-      if (!mapped_api) return PassthroughCounted("chat_render");
-      return SendError(ErrorReply::Client(400, std::string("The request cannot be forwarded: ") + e.what()));
+      if (!mapped_api) return p->Relay("chat_render");
+      return p->Fail(ErrorReply::Client(400, std::string("The request cannot be forwarded: ") + e.what()));
     }
   }
   // The prompt, exactly as the reference renderer writes it.
-  auto synth = std::make_shared<std::string>();
-  auto creq = std::make_shared<CompletionRequest>();
-  RequestError err;
+  p->synth = std::make_shared<std::string>();
+  p->creq = std::make_shared<CompletionRequest>();
+  std::string& synth = *p->synth;
   try {
     std::string prompt;
-    core::Status rs = RenderChatPromptTakingMessages(cm, chat.get(), UnixNow(), &prompt);
+    core::Status rs = RenderChatPromptTakingMessages(cm, &chat, UnixNow(), &prompt);
     if (!rs.ok()) {
-      std::fprintf(stderr, "toktier: chat template of model %s: %s%s\n", model->config.name.c_str(),
+      std::fprintf(stderr, "toktier: chat template of model %s: %s%s\n", p->model->config.name.c_str(),
                    rs.ToString().c_str(), mapped_api ? "" : "; relaying the request as is");
       return refuse(rs.message());
     }
     // The rendered prompt as a completions body, so it takes the completions
     // path's sessions and repair (the template writes BOS itself). Written
     // by hand: a 1 MB prompt is escaped by a vectorized scan, not a dump.
-    synth->reserve(prompt.size() + prompt.size() / 8 + chat->model.size() + 64 + JsonPadding());
-    synth->append("{\"model\":\"");
-    api::AppendEscapedJsonString(chat->model, synth.get());
-    synth->append("\",\"add_special_tokens\":false,\"prompt\":\"");
-    api::AppendEscapedJsonString(prompt, synth.get());
-    synth->append("\"}");
-    if (synth->capacity() < synth->size() + JsonPadding()) synth->reserve(synth->size() + JsonPadding());
+    synth.reserve(prompt.size() + prompt.size() / 8 + chat.model.size() + 64 + JsonPadding());
+    synth.append("{\"model\":\"");
+    api::AppendEscapedJsonString(chat.model, &synth);
+    synth.append("\",\"add_special_tokens\":false,\"prompt\":\"");
+    api::AppendEscapedJsonString(prompt, &synth);
+    synth.append("\"}");
+    if (synth.capacity() < synth.size() + JsonPadding()) synth.reserve(synth.size() + JsonPadding());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "toktier: chat request for model %s: %s\n", model->config.name.c_str(), e.what());
+    std::fprintf(stderr, "toktier: chat request for model %s: %s\n", p->model->config.name.c_str(), e.what());
     return refuse(e.what());
   }
-  if (!ParseCompletionRequest(*synth, creq.get(), &err)) return refuse(err.message);
+  RequestError err;
+  if (!ParseCompletionRequest(synth, p->creq.get(), &err)) return refuse(err.message);
+}
 
+void HttpConn::SubmitPrepared(PreparedChat p) {
+  if (p.t_parsed != Clock::time_point{}) rq_->t_parsed = p.t_parsed;
+  if (!p.model_name.empty()) rq_->model = p.model_name;
+  if (p.hosted_tools_dropped) {
+    m().counter(metrics::Id::kHostedToolsDropped).Inc(static_cast<double>(p.hosted_tools_dropped));
+  }
+  switch (p.next) {
+    case PreparedChat::Next::kError: return SendError(std::move(p.error));
+    case PreparedChat::Next::kPassthrough:
+      if (p.passthrough_reason.empty()) return Passthrough("");
+      return PassthroughCounted(p.passthrough_reason);
+    case PreparedChat::Next::kSubmit: break;
+  }
+  const bool mapped_api = p.mapped.mapped();
   SessionRef sref = RequestSession();
   // Claude Code also names its session in metadata.user_id, Codex in
   // prompt_cache_key.
-  if (sref.explicit_id.empty()) sref.explicit_id = mapped.session_id();
+  if (sref.explicit_id.empty()) sref.explicit_id = p.mapped.session_id();
   auto self = shared_from_this();
-  bool queued = srv_->service.Submit(model, synth, creq, sref, [self, chat, plan, model, mapped](TokenizeResult res) {
-    asio::post(self->strand_, [self, chat, plan, model, mapped, res = std::move(res)]() mutable {
-      if (mapped.count_tokens) return self->AnswerCountTokens(res);
-      self->ForwardChat(std::move(chat), std::move(plan), model, std::move(res), std::move(mapped));
-    });
-  });
+  bool queued = srv_->service.Submit(
+      p.model, p.synth, p.creq, sref,
+      [self, chat = p.chat, plan = p.plan, model = p.model, mapped = p.mapped](TokenizeResult res) {
+        asio::post(self->strand_, [self, chat, plan, model, mapped, res = std::move(res)]() mutable {
+          if (mapped.count_tokens) return self->AnswerCountTokens(res);
+          self->ForwardChat(std::move(chat), std::move(plan), model, std::move(res), std::move(mapped));
+        });
+      });
   if (!queued) {
     m().counter(metrics::Id::kOverloadPassthrough).Inc();
     if (mapped_api) return SendError(ErrorReply::Overloaded("The tokenizer queue is full: try again."));

@@ -17,6 +17,8 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
@@ -47,6 +49,35 @@ struct MappedRequest {
   // The session the body names (metadata.user_id, prompt_cache_key).
   std::string session_id() const {
     return messages ? messages->session_id : responses ? responses->session_id : std::string();
+  }
+};
+
+// A chat request (or a mapped one) made ready for the tokenizer off the
+// I/O thread (chat_conn.cpp PrepareChat): parsed, checked, its engine body
+// planned and its prompt rendered, or what to answer instead. Built by a
+// pure function; the connection acts on it back on its strand.
+struct PreparedChat {
+  enum class Next { kSubmit, kError, kPassthrough };
+  Next next = Next::kSubmit;
+  ErrorReply error;                   // kError
+  std::string passthrough_reason;     // kPassthrough ("" = relay uncounted)
+  std::shared_ptr<api::ChatRequest> chat;
+  ModelRuntime* model = nullptr;
+  MappedRequest mapped;
+  std::shared_ptr<api::ChatForwardPlan> plan;  // null for count_tokens
+  std::shared_ptr<std::string> synth;          // the rendered prompt as a completions body
+  std::shared_ptr<api::CompletionRequest> creq;
+  std::chrono::steady_clock::time_point t_parsed;
+  std::string model_name;           // the parsed body's model ("" = keep the request's)
+  size_t hosted_tools_dropped = 0;  // /v1/responses: counted on the strand
+
+  void Fail(ErrorReply reply) {
+    next = Next::kError;
+    error = std::move(reply);
+  }
+  void Relay(std::string reason) {
+    next = Next::kPassthrough;
+    passthrough_reason = std::move(reason);
   }
 };
 
@@ -127,10 +158,22 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
                    TokenizeResult res, MappedRequest mapped);
   // Renders a chat request (or a mapped one) and submits its prompt to the
   // tokenizer.
-  void SubmitChat(std::shared_ptr<ChatRequest> chat, ModelRuntime* model, MappedRequest mapped);
-  // A mapped request's way to SubmitChat (mapped_conn.cpp): the model
-  // checks shared by /v1/messages and /v1/responses.
-  void SubmitMapped(nlohmann::ordered_json chat_body, const std::string& model_name, bool stream, MappedRequest mapped);
+  // Runs `work` (pure: it must not touch the connection) and then `then`
+  // with its result on the strand. A large body's work runs on the prepare
+  // pool: parsing and rendering a 1 MB conversation takes milliseconds
+  // that would hold up every other connection of this I/O thread.
+  template <typename Work, typename Then>
+  void Prepare(Work work, Then then);
+  // The pure part of a chat request's way to the tokenizer (chat_conn.cpp):
+  // the engine body's plan, the render and the completions body. Static:
+  // it runs on the prepare pool.
+  static void RenderForTokenizer(PreparedChat* p);
+  // Acts on a prepared chat request: an error, a relay, or the tokenizer.
+  void SubmitPrepared(PreparedChat p);
+  // A mapped request's checks before RenderForTokenizer (mapped_conn.cpp):
+  // the model it names and what its mode cannot carry. Static (pool).
+  static void PrepareMapped(TokenizeService* service, ModelRuntime* target, nlohmann::ordered_json chat_body,
+                            const std::string& model_name, bool stream, PreparedChat* p);
   void HandleMessages(bool count_tokens);  // mapped_conn.cpp
   void HandleResponses();                  // mapped_conn.cpp
   void AnswerCountTokens(const TokenizeResult& res);
@@ -198,5 +241,24 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
 };
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b);
+
+// Bodies from this size on are prepared on the pool; a smaller one is
+// parsed and rendered on the I/O thread in well under a millisecond, less
+// than the two thread hops would add.
+inline constexpr size_t kPrepareOffPoolBelowBytes = 64 * 1024;
+
+template <typename Work, typename Then>
+void HttpConn::Prepare(Work work, Then then) {
+  if (rq_->body->size() < kPrepareOffPoolBelowBytes || !srv_->prepare_pool) return then(work());
+  boost::asio::post(*srv_->prepare_pool, [self = shared_from_this(), work = std::move(work),
+                                          then = std::move(then)]() mutable {
+    auto result = work();
+    // `self` rides along: while the work ran, nothing else held the connection.
+    auto strand = self->strand_;
+    boost::asio::post(strand, [self = std::move(self), result = std::move(result), then = std::move(then)]() mutable {
+      then(std::move(result));
+    });
+  });
+}
 
 }  // namespace toktier::proxy

@@ -32,63 +32,82 @@ ModelRuntime* HttpConn::MappedModel(Endpoint endpoint) {
   return target;
 }
 
-void HttpConn::SubmitMapped(nlohmann::ordered_json chat_body, const std::string& model_name, bool stream,
-                            MappedRequest mapped) {
-  ModelRuntime* model = srv_->service.FindModel(model_name);
+void HttpConn::PrepareMapped(TokenizeService* service, ModelRuntime* target, nlohmann::ordered_json chat_body,
+                             const std::string& model_name, bool stream, PreparedChat* p) {
+  p->model = service->FindModel(model_name);
   // Only a body with two "model" fields reads differently in the two parsers: relay it.
-  if (model != srv_->service.FindModel(rq_->model)) return PassthroughCounted("unknown_model");
-  if (!model->ForwardIds()) return PassthroughCounted("text_mode");
-  auto chat = std::make_shared<ChatRequest>();
-  chat->body = std::move(chat_body);
-  chat->model = model_name;
-  chat->stream = stream;
-  auto tools = chat->body.find("tools");
-  chat->has_tools = tools != chat->body.end() && tools->is_array() && !tools->empty();
-  if (std::string why = ChatUnsupported(model->chat->mode, *chat); !why.empty()) {
-    return SendError(ErrorReply::Client(400, "The request cannot take the token path: " + why + "."));
+  if (p->model != target) return p->Relay("unknown_model");
+  if (!p->model->ForwardIds()) return p->Relay("text_mode");
+  p->chat = std::make_shared<ChatRequest>();
+  ChatRequest& chat = *p->chat;
+  chat.body = std::move(chat_body);
+  chat.model = model_name;
+  chat.stream = stream;
+  auto tools = chat.body.find("tools");
+  chat.has_tools = tools != chat.body.end() && tools->is_array() && !tools->empty();
+  if (std::string why = ChatUnsupported(p->model->chat->mode, chat); !why.empty()) {
+    return p->Fail(ErrorReply::Client(400, "The request cannot take the token path: " + why + "."));
   }
-  SubmitChat(std::move(chat), model, std::move(mapped));
+  RenderForTokenizer(p);
 }
 
 void HttpConn::HandleMessages(bool count_tokens) {
   rq_->client_api = ClientApi::kAnthropic;
-  if (!MappedModel(Endpoint::kMessages)) return;
-  auto req = std::make_shared<api::MessagesRequest>();
-  RequestError err;
-  bool parsed = false;
-  try {
-    api::MessagesOptions mo;
-    mo.drop_billing_header = cfg().drop_billing_header;
-    parsed = api::ParseMessagesRequest(*rq_->body, mo, count_tokens, req.get(), &err, cfg().json_max_depth);
-  } catch (const std::exception& e) {
-    err.message = std::string("The request body could not be read: ") + e.what();
-  }
-  rq_->t_parsed = Clock::now();
-  if (!parsed) return SendError(ErrorReply{std::move(err)});
-  MappedRequest mapped;
-  mapped.messages = req;
-  mapped.count_tokens = count_tokens;
-  SubmitMapped(req->chat, req->model, req->stream, std::move(mapped));
+  ModelRuntime* target = MappedModel(Endpoint::kMessages);
+  if (!target) return;
+  api::MessagesOptions mo;
+  mo.drop_billing_header = cfg().drop_billing_header;
+  // Parsing, mapping and rendering: pure, and off the I/O thread for a large body.
+  Prepare(
+      [body = rq_->body, service = &srv_->service, target, mo, count_tokens, max_depth = cfg().json_max_depth] {
+        PreparedChat p;
+        auto req = std::make_shared<api::MessagesRequest>();
+        RequestError err;
+        bool parsed = false;
+        try {
+          parsed = api::ParseMessagesRequest(*body, mo, count_tokens, req.get(), &err, max_depth);
+        } catch (const std::exception& e) {
+          err.message = std::string("The request body could not be read: ") + e.what();
+        }
+        p.t_parsed = Clock::now();
+        if (!parsed) {
+          p.Fail(ErrorReply{std::move(err)});
+          return p;
+        }
+        p.mapped.messages = req;
+        p.mapped.count_tokens = count_tokens;
+        // The mapped chat body is handed over: nothing reads req->chat later.
+        PrepareMapped(service, target, std::move(req->chat), req->model, req->stream, &p);
+        return p;
+      },
+      [this](PreparedChat p) { SubmitPrepared(std::move(p)); });
 }
 
 void HttpConn::HandleResponses() {
-  if (!MappedModel(Endpoint::kResponses)) return;
-  auto req = std::make_shared<api::ResponsesRequest>();
-  RequestError err;
-  bool parsed = false;
-  try {
-    parsed = api::ParseResponsesRequest(*rq_->body, req.get(), &err, cfg().json_max_depth);
-  } catch (const std::exception& e) {
-    err.message = std::string("The request body could not be read: ") + e.what();
-  }
-  rq_->t_parsed = Clock::now();
-  if (!parsed) return SendError(ErrorReply{std::move(err)});
-  if (req->hosted_tools_dropped) {
-    m().counter(metrics::Id::kHostedToolsDropped).Inc(static_cast<double>(req->hosted_tools_dropped));
-  }
-  MappedRequest mapped;
-  mapped.responses = req;
-  SubmitMapped(req->chat, req->model, req->stream, std::move(mapped));
+  ModelRuntime* target = MappedModel(Endpoint::kResponses);
+  if (!target) return;
+  Prepare(
+      [body = rq_->body, service = &srv_->service, target, max_depth = cfg().json_max_depth] {
+        PreparedChat p;
+        auto req = std::make_shared<api::ResponsesRequest>();
+        RequestError err;
+        bool parsed = false;
+        try {
+          parsed = api::ParseResponsesRequest(*body, req.get(), &err, max_depth);
+        } catch (const std::exception& e) {
+          err.message = std::string("The request body could not be read: ") + e.what();
+        }
+        p.t_parsed = Clock::now();
+        if (!parsed) {
+          p.Fail(ErrorReply{std::move(err)});
+          return p;
+        }
+        p.hosted_tools_dropped = req->hosted_tools_dropped;
+        p.mapped.responses = req;
+        PrepareMapped(service, target, std::move(req->chat), req->model, req->stream, &p);
+        return p;
+      },
+      [this](PreparedChat p) { SubmitPrepared(std::move(p)); });
 }
 
 }  // namespace toktier::proxy

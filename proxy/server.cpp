@@ -131,6 +131,7 @@ core::Status Server::Start() {
   s.bound_port = s.acceptor.local_endpoint(ec).port();
   s.work.emplace(s.ioc.get_executor());
   s.DoAccept();
+  s.prepare_pool = std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, s.config.workers)));
   for (int i = 0; i < std::max(1, s.config.io_threads); ++i) {
     s.threads.emplace_back([&s] { s.RunIoThread(); });
   }
@@ -168,6 +169,12 @@ void Server::Shutdown() {
   s.ioc.stop();
   for (auto& t : s.threads) t.join();
   s.threads.clear();
+  // Jobs still queued are dropped; a running one finishes, and its answer,
+  // posted to the stopped io_context, is never run.
+  if (s.prepare_pool) {
+    s.prepare_pool->stop();
+    s.prepare_pool->join();
+  }
   s.backends.Stop();
   s.service.Stop();
 }

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core/error.hpp>
 
 #include <atomic>
@@ -46,6 +47,9 @@ struct Server::Impl {
   boost::asio::steady_timer accept_backoff;
   std::chrono::milliseconds accept_backoff_delay{0};
   std::vector<std::thread> threads;
+  // Parsing and rendering large chat bodies (HttpConn::Prepare), off the I/O
+  // threads; config.workers threads. After ioc: destroyed (joined) first.
+  std::unique_ptr<boost::asio::thread_pool> prepare_pool;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   uint16_t bound_port = 0;
 
