@@ -301,7 +301,8 @@ const std::vector<OptionSpec<Config>>& BuildConfigOptions() {
       Opt<&Config::io_threads>("io_threads", "TOKTIER_IO_THREADS", "--io-threads", 1, kThreads,
                                "threads running the HTTP I/O (never tokenization)"),
       Opt<&Config::workers>("workers", "TOKTIER_WORKERS", "--workers", 1, kThreads,
-                            "tokenization worker threads; a session is pinned to one (hash of its key)"),
+                            "tokenization worker threads; a session is pinned to one (hash of its key). As many "
+                            "threads again parse and render chat bodies of 64 KiB or more, off the I/O threads"),
       Opt<&Config::worker_queue_capacity>(
           "worker_queue_capacity", "TOKTIER_WORKER_QUEUE_CAPACITY", "--worker-queue-capacity", 1, kNoMax,
           "jobs per worker queue; when full the prompt is forwarded as text "
