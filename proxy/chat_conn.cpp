@@ -85,16 +85,7 @@ void HttpConn::HandleChat() {
       [body = rq_->body, service = &srv_->service, target, max_depth = cfg().json_max_depth] {
         PreparedChat p;
         p.chat = std::make_shared<ChatRequest>();
-        RequestError err;
-        bool parsed = false;
-        try {
-          parsed = ParseChatRequest(*body, p.chat.get(), &err, max_depth);
-        } catch (const std::exception& e) {
-          err.message = std::string("The request body could not be read: ") + e.what();
-        }
-        p.t_parsed = Clock::now();
-        if (!parsed) {
-          p.Fail(ErrorReply{std::move(err)});
+        if (!p.Parsed([&](RequestError* err) { return ParseChatRequest(*body, p.chat.get(), err, max_depth); })) {
           return p;
         }
         p.model_name = p.chat->model;

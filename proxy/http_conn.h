@@ -79,6 +79,21 @@ struct PreparedChat {
     next = Next::kPassthrough;
     passthrough_reason = std::move(reason);
   }
+  // Runs a body parser (`parse(RequestError*)` -> bool) and notes when it
+  // ended; a refusal, or a parser that throws, becomes the 400 that says why.
+  template <typename Parse>
+  bool Parsed(Parse parse) {
+    api::RequestError err;
+    bool ok = false;
+    try {
+      ok = parse(&err);
+    } catch (const std::exception& e) {
+      err.message = std::string("The request body could not be read: ") + e.what();
+    }
+    t_parsed = std::chrono::steady_clock::now();
+    if (!ok) Fail(ErrorReply{std::move(err)});
+    return ok;
+  }
 };
 
 // Everything one request owns, from its first byte to its last answer byte.

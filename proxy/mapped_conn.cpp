@@ -62,16 +62,9 @@ void HttpConn::HandleMessages(bool count_tokens) {
       [body = rq_->body, service = &srv_->service, target, mo, count_tokens, max_depth = cfg().json_max_depth] {
         PreparedChat p;
         auto req = std::make_shared<api::MessagesRequest>();
-        RequestError err;
-        bool parsed = false;
-        try {
-          parsed = api::ParseMessagesRequest(*body, mo, count_tokens, req.get(), &err, max_depth);
-        } catch (const std::exception& e) {
-          err.message = std::string("The request body could not be read: ") + e.what();
-        }
-        p.t_parsed = Clock::now();
-        if (!parsed) {
-          p.Fail(ErrorReply{std::move(err)});
+        if (!p.Parsed([&](RequestError* err) {
+              return api::ParseMessagesRequest(*body, mo, count_tokens, req.get(), err, max_depth);
+            })) {
           return p;
         }
         p.mapped.messages = req;
@@ -90,16 +83,7 @@ void HttpConn::HandleResponses() {
       [body = rq_->body, service = &srv_->service, target, max_depth = cfg().json_max_depth] {
         PreparedChat p;
         auto req = std::make_shared<api::ResponsesRequest>();
-        RequestError err;
-        bool parsed = false;
-        try {
-          parsed = api::ParseResponsesRequest(*body, req.get(), &err, max_depth);
-        } catch (const std::exception& e) {
-          err.message = std::string("The request body could not be read: ") + e.what();
-        }
-        p.t_parsed = Clock::now();
-        if (!parsed) {
-          p.Fail(ErrorReply{std::move(err)});
+        if (!p.Parsed([&](RequestError* err) { return api::ParseResponsesRequest(*body, req.get(), err, max_depth); })) {
           return p;
         }
         p.hosted_tools_dropped = req->hosted_tools_dropped;
