@@ -23,7 +23,7 @@ namespace toktier::api {
 inline constexpr size_t kDefaultJsonMaxDepth = 128;
 // The range --check-config accepts: a body's own object and the messages
 // array already take two levels; the template renderer takes input nested
-// up to 256 deep (chat/interpreter.cpp FromJson), so a body within the bound
+// up to 256 deep (chat/interpreter.cpp ConvertJson), so a body within the bound
 // always reaches it.
 inline constexpr size_t kMinJsonMaxDepth = 16;
 inline constexpr size_t kMaxJsonMaxDepth = 256;

@@ -103,8 +103,9 @@ Status BuildInputs(Json& request, const nlohmann::ordered_json& tokenizer_config
   // values (the pair's const key makes its move a throwing one), and
   // messages go in first.
   nlohmann::ordered_json in = nlohmann::ordered_json::object();
-  const auto kw = request.find("chat_template_kwargs");
-  in.get_ref<nlohmann::ordered_json::object_t&>().reserve(8 + (kw != request.end() && kw->is_object() ? kw->size() : 0));
+  auto kwargs = request.find("chat_template_kwargs");
+  in.get_ref<nlohmann::ordered_json::object_t&>().reserve(
+      8 + (kwargs != request.end() && kwargs->is_object() ? kwargs->size() : 0));
   in["messages"] = take(*messages);
   // transformers passes tools and documents as None when absent.
   auto tools = request.find("tools");
@@ -119,7 +120,6 @@ Status BuildInputs(Json& request, const nlohmann::ordered_json& tokenizer_config
   for (const char* key : {"bos_token", "eos_token", "unk_token", "pad_token"}) {
     if (const auto* v = TokenString(tokenizer_config, key)) in[key] = *v;
   }
-  auto kwargs = request.find("chat_template_kwargs");
   if (kwargs != request.end() && !kwargs->is_null()) {
     if (!kwargs->is_object()) return Status::Error(StatusCode::kInvalidArgument, "chat_template_kwargs must be an object");
     for (auto it = kwargs->begin(); it != kwargs->end(); ++it) in[it.key()] = take(it.value());

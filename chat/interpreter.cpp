@@ -41,9 +41,12 @@ Value Env::Lookup(const std::string& name) const {
 
 namespace {
 
-// `Json` is `const ordered_json` (the strings are copied) or `ordered_json`
-// (the caller gave the inputs away: the strings are moved, so a megabyte
-// conversation is not copied once more on its way into the renderer).
+// Converts request JSON as the reference converts JS values: integral
+// numbers are IntegerValue, objects keep their key order except that
+// integer-like keys come first (JS property order). `Json` is `const
+// ordered_json` (the strings are copied) or `ordered_json` (the caller gave
+// the inputs away: the strings are moved, so a megabyte conversation is not
+// copied once more on its way into the renderer).
 template <typename Json>
 Value ConvertJson(Json& j, int depth) {
   if (depth > 256) Fail(StatusCode::kLimitExceeded, "input JSON nested deeper than 256");
@@ -89,10 +92,6 @@ Value ConvertJson(Json& j, int depth) {
 }
 
 }  // namespace
-
-Value FromJson(const nlohmann::ordered_json& j, int depth) { return ConvertJson<const nlohmann::ordered_json>(j, depth); }
-
-Value FromJson(nlohmann::ordered_json&& j, int depth) { return ConvertJson<nlohmann::ordered_json>(j, depth); }
 
 void Interpreter::CountIterations(uint64_t n) {
   iterations_ += n;

@@ -20,13 +20,6 @@ struct Env {
   Value Lookup(const std::string& name) const;
 };
 
-// Converts request JSON as the reference converts JS values: integral
-// numbers are IntegerValue, objects keep their key order except that
-// integer-like keys come first (JS property order).
-Value FromJson(const nlohmann::ordered_json& j, int depth = 0);
-// The same, moving the strings out of `j` (left with empty strings).
-Value FromJson(nlohmann::ordered_json&& j, int depth = 0);
-
 class Interpreter {
  public:
   explicit Interpreter(const RenderOptions& options) : options_(options) {}

@@ -166,9 +166,7 @@ void HttpConn::SubmitPrepared(PreparedChat p) {
   }
   switch (p.next) {
     case PreparedChat::Next::kError: return SendError(std::move(p.error));
-    case PreparedChat::Next::kPassthrough:
-      if (p.passthrough_reason.empty()) return Passthrough("");
-      return PassthroughCounted(p.passthrough_reason);
+    case PreparedChat::Next::kPassthrough: return PassthroughCounted(p.passthrough_reason);
     case PreparedChat::Next::kSubmit: break;
   }
   const bool mapped_api = p.mapped.mapped();

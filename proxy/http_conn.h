@@ -52,15 +52,15 @@ struct MappedRequest {
   }
 };
 
-// A chat request (or a mapped one) made ready for the tokenizer off the
-// I/O thread (chat_conn.cpp PrepareChat): parsed, checked, its engine body
+// A chat request (or a mapped one) made ready for the tokenizer, off the
+// I/O thread for a large body (HttpConn::Prepare): parsed, checked, its engine body
 // planned and its prompt rendered, or what to answer instead. Built by a
 // pure function; the connection acts on it back on its strand.
 struct PreparedChat {
   enum class Next { kSubmit, kError, kPassthrough };
   Next next = Next::kSubmit;
   ErrorReply error;                   // kError
-  std::string passthrough_reason;     // kPassthrough ("" = relay uncounted)
+  std::string passthrough_reason;     // kPassthrough: the counted reason
   std::shared_ptr<api::ChatRequest> chat;
   ModelRuntime* model = nullptr;
   MappedRequest mapped;
@@ -171,8 +171,6 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void HandleChat();  // chat_conn.cpp
   void ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<const ChatForwardPlan> plan, ModelRuntime* model,
                    TokenizeResult res, MappedRequest mapped);
-  // Renders a chat request (or a mapped one) and submits its prompt to the
-  // tokenizer.
   // Runs `work` (pure: it must not touch the connection) and then `then`
   // with its result on the strand. A large body's work runs on the prepare
   // pool: parsing and rendering a 1 MB conversation takes milliseconds
@@ -264,7 +262,7 @@ inline constexpr size_t kPrepareOffPoolBelowBytes = 64 * 1024;
 
 template <typename Work, typename Then>
 void HttpConn::Prepare(Work work, Then then) {
-  if (rq_->body->size() < kPrepareOffPoolBelowBytes || !srv_->prepare_pool) return then(work());
+  if (rq_->body->size() < kPrepareOffPoolBelowBytes) return then(work());
   boost::asio::post(*srv_->prepare_pool, [self = shared_from_this(), work = std::move(work),
                                           then = std::move(then)]() mutable {
     auto result = work();

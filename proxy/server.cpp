@@ -129,9 +129,10 @@ core::Status Server::Start() {
                                                    std::to_string(s.config.port) + ": " + ec.message());
   }
   s.bound_port = s.acceptor.local_endpoint(ec).port();
+  // Before the first accept: every connection can hand work to the pool.
+  s.prepare_pool = std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, s.config.workers)));
   s.work.emplace(s.ioc.get_executor());
   s.DoAccept();
-  s.prepare_pool = std::make_unique<asio::thread_pool>(static_cast<size_t>(std::max(1, s.config.workers)));
   for (int i = 0; i < std::max(1, s.config.io_threads); ++i) {
     s.threads.emplace_back([&s] { s.RunIoThread(); });
   }
