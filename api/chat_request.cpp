@@ -123,7 +123,9 @@ bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* err
 std::string ChatUnsupported(ChatForward mode, const ChatRequest& req) {
   const auto& b = req.body;
   if (auto rf = b.find("response_format"); rf != b.end() && !rf->is_null()) {
-    if (!(rf->is_object() && rf->value("type", "") == "text")) return "chat_response_format";
+    // Compared, not read with value(): a "type" that is not a string would throw.
+    auto type = rf->is_object() ? rf->find("type") : rf->end();
+    if (!(rf->is_object() && type != rf->end() && *type == "text")) return "chat_response_format";
   }
   if (auto tc = b.find("tool_choice"); tc != b.end() && !tc->is_null()) {
     if (!(tc->is_string() && (*tc == "auto" || *tc == "none"))) return "chat_tool_choice";

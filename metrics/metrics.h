@@ -84,7 +84,7 @@ namespace toktier::metrics {
   X(kStoreWrites, Counter, "toktier_store_writes_total", "", "Writes to the disk tier")                            \
   X(kTenants, Gauge, "toktier_tenants", "", "Distinct tenants (Authorization hashes) seen since start")            \
   X(kThreadExceptions, Counter, "toktier_thread_exceptions_total", "thread",                                      \
-    "Exceptions caught at a thread boundary (io, health, guard); the thread goes on")                              \
+    "Exceptions caught at a thread boundary (io, prepare, health, guard); the thread goes on")                              \
   X(kTokenizationQueueDepth, Gauge, "toktier_tokenization_queue_depth", "",                                       \
     "Jobs waiting in the tokenization worker queues")                                                              \
   X(kTokenizationSeconds, Histogram, "toktier_tokenization_seconds", "path",                                      \

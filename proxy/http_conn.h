@@ -23,6 +23,7 @@
 #include <boost/beast/http.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -265,10 +266,27 @@ void HttpConn::Prepare(Work work, Then then) {
   if (rq_->body->size() < kPrepareOffPoolBelowBytes) return then(work());
   boost::asio::post(*srv_->prepare_pool, [self = shared_from_this(), work = std::move(work),
                                           then = std::move(then)]() mutable {
-    auto result = work();
-    // `self` rides along: while the work ran, nothing else held the connection.
+    // The pool's thread boundary, as RunIoThread is the I/O threads': an
+    // exception the job lets through (a bug: bad input is a 400 inside it)
+    // is logged and counted, the request is dropped as the I/O thread drops
+    // it, and the thread goes on (an escaping one would end the process).
+    std::optional<decltype(work())> result;
+    try {
+      result.emplace(work());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "toktier: exception on a prepare thread: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "toktier: exception on a prepare thread\n");
+    }
+    // `self` rides along: while the work ran, nothing else held the
+    // connection; without a result it ends on its strand, unanswered.
     auto strand = self->strand_;
-    boost::asio::post(strand, [self = std::move(self), result = std::move(result), then = std::move(then)]() mutable {
+    if (!result) {
+      return boost::asio::post(strand, [self = std::move(self)] {
+        self->m().counter(metrics::Id::kThreadExceptions, {"prepare"}).Inc();
+      });
+    }
+    boost::asio::post(strand, [self = std::move(self), result = std::move(*result), then = std::move(then)]() mutable {
       then(std::move(result));
     });
   });

@@ -224,8 +224,17 @@ TEST_CASE("chat requests that cannot take the token path are relayed unchanged a
   send({{"model", "qwen3"}, {"messages", msgs}, {"tool_choice", "required"}});
   send({{"model", "qwen3"}, {"messages", msgs}, {"logprobs", true}});
   send({{"model", "qwen3"}, {"messages", msgs}, {"n", 2}});
+  // A response_format whose type is not a string is a format the token path
+  // cannot carry either; reading it used to throw: the connection was dropped
+  // on the I/O thread, and a body large enough for the prepare pool
+  // (64 KiB) ended the process.
+  send({{"model", "qwen3"}, {"messages", msgs}, {"response_format", {{"type", 5}}}});
+  send({{"model", "qwen3"},
+        {"messages", {{{"role", "user"}, {"content", std::string(70000, 'x')}}}},
+        {"response_format", {{"type", 5}}}});
   std::string metrics = client.Request("GET", "/metrics", "").body;
-  for (const char* reason : {"chat_response_format", "chat_tool_choice", "chat_logprobs", "chat_n"}) {
+  CHECK(MetricValue(metrics, R"(toktier_passthrough_total{reason="chat_response_format"})") == 3);
+  for (const char* reason : {"chat_tool_choice", "chat_logprobs", "chat_n"}) {
     CHECK(MetricValue(metrics, std::string("toktier_passthrough_total{reason=\"") + reason + "\"}") == 1);
   }
   // Malformed chat bodies for a token-path model are the client's error
