@@ -70,6 +70,8 @@ const Value* ObjectData::Find(std::string_view key) const {
   return nullptr;
 }
 
+void ObjectData::Reserve(size_t n) { entries_.reserve(n); }
+
 void ObjectData::Set(const std::string& key, Value value) {
   constexpr size_t kIndexFrom = 16;  // small maps: a linear scan is faster than hashing
   if (index_.empty()) {

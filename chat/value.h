@@ -32,7 +32,7 @@ class ObjectData {
  public:
   const Value* Find(std::string_view key) const;
   void Set(const std::string& key, Value value);
-  void Reserve(size_t n) { entries_.reserve(n); }
+  void Reserve(size_t n);  // out of line: Value is incomplete here (clang rejects the inline reserve)
   const std::vector<std::pair<std::string, Value>>& entries() const { return entries_; }
   size_t size() const;
 

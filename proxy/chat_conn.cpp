@@ -5,6 +5,8 @@
 // chat_forward mode. In "completions" and "vllm" modes the engine's answer is
 // translated back to the chat format as it is relayed (an
 // api::ResponseTranslator, which upstream.cpp feeds).
+// /v1/chat/completions/render takes the same way and answers the engine
+// body of the vllm mode (vLLM's GenerateRequest) instead of sending it.
 #include <boost/asio/post.hpp>
 
 #include <chrono>
@@ -58,7 +60,25 @@ void HttpConn::AnswerCountTokens(const TokenizeResult& res) {
                false);
 }
 
-void HttpConn::HandleChat() {
+void HttpConn::AnswerRender(const TokenizeResult& res, const ChatForwardPlan& plan, const MappedRequest& mapped) {
+  rq_->t_worker_start = res.worker_start;
+  rq_->t_worker_end = res.worker_end;
+  if (!res.ok || res.body.pieces.size() != 5) {
+    return SendError(ErrorReply::Overloaded("The prompt could not be tokenized now: try again."));
+  }
+  // The id takes the client API's prefix, as its answer would (vLLM's chat
+  // render: "chatcmpl-").
+  const std::string id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
+  const std::string_view prefix = mapped.messages ? "msg_" : mapped.responses ? "resp_" : "chatcmpl-";
+  const std::string_view ids = res.body.pieces[2];
+  std::string body;
+  body.reserve(plan.head.size() + ids.size() + plan.tail.size() + id.size() + 32);
+  body.append("{\"request_id\":\"").append(prefix).append(std::string_view(id).substr(9)).append("\",");
+  body.append(std::string_view(plan.head).substr(1)).append(ids).append(plan.tail);  // head: {"model":...
+  SendResponse(status::ok, "application/json", std::move(body), Outcome::kOk, false);
+}
+
+void HttpConn::HandleChat(bool render) {
   auto& req = parser_->get();
   rq_->body = std::make_shared<std::string>(std::move(req.body()));
   // A model not configured for the token path: relayed byte for byte, as
@@ -79,11 +99,12 @@ void HttpConn::HandleChat() {
     rq_->endpoint = Endpoint::kPassthrough;
     return Passthrough("");
   }
-  rq_->endpoint = Endpoint::kChat;
+  rq_->endpoint = render ? Endpoint::kRender : Endpoint::kChat;
   // Parsing, checks and rendering: pure, and off the I/O thread for a large body.
   Prepare(
-      [body = rq_->body, service = &srv_->service, target, max_depth = cfg().json_max_depth] {
+      [body = rq_->body, service = &srv_->service, target, render, max_depth = cfg().json_max_depth] {
         PreparedChat p;
+        p.render = render;
         p.chat = std::make_shared<ChatRequest>();
         if (!p.Parsed([&](RequestError* err) { return ParseChatRequest(*body, p.chat.get(), err, max_depth); })) {
           return p;
@@ -95,7 +116,7 @@ void HttpConn::HandleChat() {
           p.Relay("unknown_model");
         } else if (!p.model->ForwardIds()) {
           p.Relay("text_mode");
-        } else if (std::string why = ChatUnsupported(p.model->chat->mode, *p.chat); !why.empty()) {
+        } else if (std::string why = ChatUnsupported(p.BodyMode(), *p.chat); !why.empty()) {
           p.Relay(std::move(why));
         } else {
           RenderForTokenizer(&p);
@@ -122,7 +143,7 @@ void HttpConn::RenderForTokenizer(PreparedChat* p) {
   // (sglang and dynamo forward the messages, so their head is written now).
   if (!p->mapped.count_tokens) {
     try {
-      p->plan = std::make_shared<ChatForwardPlan>(PlanChatForward(cm.mode, chat));
+      p->plan = std::make_shared<ChatForwardPlan>(PlanChatForward(p->BodyMode(), chat));
     } catch (const std::exception& e) {
       if (!mapped_api) return p->Relay("chat_render");
       return p->Fail(ErrorReply::Client(400, std::string("The request cannot be forwarded: ") + e.what()));
@@ -177,9 +198,10 @@ void HttpConn::SubmitPrepared(PreparedChat p) {
   auto self = shared_from_this();
   bool queued = srv_->service.Submit(
       p.model, p.synth, p.creq, sref,
-      [self, chat = p.chat, plan = p.plan, model = p.model, mapped = p.mapped](TokenizeResult res) {
-        asio::post(self->strand_, [self, chat, plan, model, mapped, res = std::move(res)]() mutable {
+      [self, chat = p.chat, plan = p.plan, model = p.model, mapped = p.mapped, render = p.render](TokenizeResult res) {
+        asio::post(self->strand_, [self, chat, plan, model, mapped, render, res = std::move(res)]() mutable {
           if (mapped.count_tokens) return self->AnswerCountTokens(res);
+          if (render) return self->AnswerRender(res, *plan, mapped);
           self->ForwardChat(std::move(chat), std::move(plan), model, std::move(res), std::move(mapped));
         });
       });

@@ -217,10 +217,16 @@ void HttpConn::HandleRequest() {
     return SendLocal(status::ok, "text/plain; version=0.0.4", m().Serialize());
   }
   if (path == "/v1/completions" && rq_->method == http::verb::post) return HandleCompletions();
-  if (path == "/v1/chat/completions" && rq_->method == http::verb::post) return HandleChat();
-  if (path == "/v1/messages" && rq_->method == http::verb::post) return HandleMessages(false);
-  if (path == "/v1/messages/count_tokens" && rq_->method == http::verb::post) return HandleMessages(true);
-  if (path == "/v1/responses" && rq_->method == http::verb::post) return HandleResponses();
+  if (rq_->method == http::verb::post) {
+    if (path == "/v1/chat/completions") return HandleChat(false);
+    if (path == "/v1/messages") return HandleMessages(false, false);
+    if (path == "/v1/messages/count_tokens") return HandleMessages(true, false);
+    if (path == "/v1/responses") return HandleResponses(false);
+    // vLLM's render endpoints: the token-in request, without the engine.
+    if (path == "/v1/chat/completions/render") return HandleChat(true);
+    if (path == "/v1/messages/render") return HandleMessages(false, true);
+    if (path == "/v1/responses/render") return HandleResponses(true);
+  }
   if (path.substr(0, 4) == "/v1/" || path == "/tokenize" || path == "/detokenize") {
     rq_->endpoint = Endpoint::kPassthrough;
     return Passthrough("");

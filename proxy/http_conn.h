@@ -71,6 +71,12 @@ struct PreparedChat {
   std::chrono::steady_clock::time_point t_parsed;
   std::string model_name;           // the parsed body's model ("" = keep the request's)
   size_t hosted_tools_dropped = 0;  // /v1/responses: counted on the strand
+  // A /render endpoint: the engine body is planned in vLLM's token-in shape
+  // (its GenerateRequest) whatever the model's mode, and answered instead of
+  // sent.
+  bool render = false;
+
+  api::ChatForward BodyMode() const { return render ? api::ChatForward::kVllm : model->chat->mode; }
 
   void Fail(ErrorReply reply) {
     next = Next::kError;
@@ -169,7 +175,7 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   void OnReadFailed(error_code ec);
   void HandleRequest();
   void HandleCompletions();
-  void HandleChat();  // chat_conn.cpp
+  void HandleChat(bool render);  // chat_conn.cpp; render: /v1/chat/completions/render
   void ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<const ChatForwardPlan> plan, ModelRuntime* model,
                    TokenizeResult res, MappedRequest mapped);
   // Runs `work` (pure: it must not touch the connection) and then `then`
@@ -188,9 +194,13 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
   // the model it names and what its mode cannot carry. Static (pool).
   static void PrepareMapped(TokenizeService* service, ModelRuntime* target, nlohmann::ordered_json chat_body,
                             const std::string& model_name, bool stream, PreparedChat* p);
-  void HandleMessages(bool count_tokens);  // mapped_conn.cpp
-  void HandleResponses();                  // mapped_conn.cpp
+  void HandleMessages(bool count_tokens, bool render);  // mapped_conn.cpp
+  void HandleResponses(bool render);                   // mapped_conn.cpp
   void AnswerCountTokens(const TokenizeResult& res);
+  // A /render endpoint's answer: vLLM's GenerateRequest (request_id,
+  // token_ids, sampling_params, model, stream, ...), what its
+  // /inference/v1/generate takes.
+  void AnswerRender(const TokenizeResult& res, const ChatForwardPlan& plan, const MappedRequest& mapped);
   // The model a mapped request names, or a relay when it is not on the
   // token path (null: the request was answered or relayed).
   ModelRuntime* MappedModel(Endpoint endpoint);

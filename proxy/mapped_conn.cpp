@@ -5,7 +5,8 @@
 // rules), which then takes the chat token path (chat_conn.cpp); the
 // engine's answer is translated back into the client's format.
 // count_tokens is answered here, from the same rendering and the session's
-// token state, without the engine. Models not on the token path are relayed
+// token state, without the engine, and so are /v1/messages/render and
+// /v1/responses/render (AnswerRender, chat_conn.cpp). Models not on the token path are relayed
 // as they are (the engine judges).
 #include "proxy/http_conn.h"
 
@@ -45,22 +46,23 @@ void HttpConn::PrepareMapped(TokenizeService* service, ModelRuntime* target, nlo
   chat.stream = stream;
   auto tools = chat.body.find("tools");
   chat.has_tools = tools != chat.body.end() && tools->is_array() && !tools->empty();
-  if (std::string why = ChatUnsupported(p->model->chat->mode, chat); !why.empty()) {
+  if (std::string why = ChatUnsupported(p->BodyMode(), chat); !why.empty()) {
     return p->Fail(ErrorReply::Client(400, "The request cannot take the token path: " + why + "."));
   }
   RenderForTokenizer(p);
 }
 
-void HttpConn::HandleMessages(bool count_tokens) {
+void HttpConn::HandleMessages(bool count_tokens, bool render) {
   rq_->client_api = ClientApi::kAnthropic;
-  ModelRuntime* target = MappedModel(Endpoint::kMessages);
+  ModelRuntime* target = MappedModel(render ? Endpoint::kRender : Endpoint::kMessages);
   if (!target) return;
   api::MessagesOptions mo;
   mo.drop_billing_header = cfg().drop_billing_header;
   // Parsing, mapping and rendering: pure, and off the I/O thread for a large body.
   Prepare(
-      [body = rq_->body, service = &srv_->service, target, mo, count_tokens, max_depth = cfg().json_max_depth] {
+      [body = rq_->body, service = &srv_->service, target, mo, count_tokens, render, max_depth = cfg().json_max_depth] {
         PreparedChat p;
+        p.render = render;
         auto req = std::make_shared<api::MessagesRequest>();
         if (!p.Parsed([&](RequestError* err) {
               return api::ParseMessagesRequest(*body, mo, count_tokens, req.get(), err, max_depth);
@@ -76,12 +78,13 @@ void HttpConn::HandleMessages(bool count_tokens) {
       [this](PreparedChat p) { SubmitPrepared(std::move(p)); });
 }
 
-void HttpConn::HandleResponses() {
-  ModelRuntime* target = MappedModel(Endpoint::kResponses);
+void HttpConn::HandleResponses(bool render) {
+  ModelRuntime* target = MappedModel(render ? Endpoint::kRender : Endpoint::kResponses);
   if (!target) return;
   Prepare(
-      [body = rq_->body, service = &srv_->service, target, max_depth = cfg().json_max_depth] {
+      [body = rq_->body, service = &srv_->service, target, render, max_depth = cfg().json_max_depth] {
         PreparedChat p;
+        p.render = render;
         auto req = std::make_shared<api::ResponsesRequest>();
         if (!p.Parsed([&](RequestError* err) { return api::ParseResponsesRequest(*body, req.get(), err, max_depth); })) {
           return p;

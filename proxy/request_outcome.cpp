@@ -12,6 +12,7 @@ std::string_view EndpointName(Endpoint endpoint) {
     case Endpoint::kChat: return "chat";
     case Endpoint::kMessages: return "messages";
     case Endpoint::kResponses: return "responses";
+    case Endpoint::kRender: return "render";
   }
   return "local";
 }

@@ -20,6 +20,7 @@ enum class Endpoint : uint8_t {
   kChat,         // /v1/chat/completions on the token path
   kMessages,     // /v1/messages and /v1/messages/count_tokens on the token path
   kResponses,    // /v1/responses on the token path
+  kRender,       // /v1/chat/completions/render, /v1/messages/render, /v1/responses/render: answered here
 };
 std::string_view EndpointName(Endpoint endpoint);
 

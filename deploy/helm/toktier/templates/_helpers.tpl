@@ -74,11 +74,33 @@ app.kubernetes.io/component: {{ .Values.mode }}
 {{- if not (has (lower .Values.routing.sessionHeader) .Values.config.session_headers) }}
 {{- fail (printf "routing.sessionHeader %q is not one of config.session_headers" .Values.routing.sessionHeader) }}
 {{- end }}
+{{- range .Values.routing.hashHeaders }}
+{{- if not (has (lower .) $.Values.config.session_headers) }}
+{{- fail (printf "routing.hashHeaders: %q is not one of config.session_headers" .) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
-{{/* The nginx variable of the session header: $http_x_session_id. */}}
-{{- define "toktier.sessionHeaderVar" -}}
-{{- printf "$http_%s" (.Values.routing.sessionHeader | lower | replace "-" "_") }}
+{{/* The headers the balancer hashes, lower case, one per line:
+     routing.hashHeaders, or every header toktier reads a session from
+     (Claude Code's, Codex's, OpenCode's, ...). A client sends one of them,
+     so hashing all of them keys each client by the one it sends. */}}
+{{- define "toktier.hashHeaders" -}}
+{{- $names := .Values.routing.hashHeaders | default .Values.config.session_headers }}
+{{- range $names }}
+{{ lower . }}
+{{- end }}
+{{- end }}
+
+{{/* The nginx hash key: the variables of the hashed headers concatenated
+     ($http_x_session_id$http_x_claude_code_session_id...). nginx names
+     session-id and session_id alike, so each variable appears once. */}}
+{{- define "toktier.nginxHashKey" -}}
+{{- $vars := list }}
+{{- range splitList "\n" (include "toktier.hashHeaders" . | trim) }}
+{{- $vars = append $vars (printf "$http_%s" (replace "-" "_" .)) }}
+{{- end }}
+{{- join "" (uniq $vars) }}
 {{- end }}
 
 {{/* toktier's container. Also the sidecar added to an engine's pod template. */}}
