@@ -454,6 +454,16 @@ bool ReadEngineChoice(const Json& choice, int64_t default_index, bool ids, Engin
   return true;
 }
 
+// A choice the proxy decoded ended at a stop string the proxy found: the
+// choice stopped there whatever the engine did after it, and it names the
+// string, as vLLM's text endpoints do (finish_reason "stop", stop_reason the
+// string; /v1/messages turns that into stop_sequence).
+void NameMatchedStop(const TokenTextStream& decoder, EngineChoice* choice) {
+  if (!decoder.stopped()) return;
+  choice->finish_reason = "stop";
+  if (!choice->stop_reason) choice->stop_reason = decoder.matched_stop();
+}
+
 Json ChatFinishReason(const std::optional<std::string>& engine_reason, bool had_tool_calls) {
   if (!engine_reason) return nullptr;
   if (*engine_reason == "stop" && had_tool_calls) return "tool_calls";
@@ -508,6 +518,7 @@ bool TranslateWhole(std::string_view completion_json, const ChatTranslateOptions
         TokenTextStream decoder(options.decode_with, options.decode);
         if (!decoder.Feed(choice.token_ids, &choice.text)) return SetError(error, "a token ID outside the vocabulary");
         decoder.Finish(&choice.text);
+        NameMatchedStop(decoder, &choice);
       }
       ChoiceTextSplitter splitter(options);
       Pieces pieces;
@@ -717,6 +728,7 @@ bool ChatStreamTranslator::HandleEngineEvent(const std::string& data, std::strin
       if (stream.decoder) {
         if (!stream.decoder->Feed(choice.token_ids, &choice.text)) return Fail("a token ID outside the vocabulary");
         if (choice.finish_reason) stream.decoder->Finish(&choice.text);
+        if (choice.finish_reason) NameMatchedStop(*stream.decoder, &choice);
       }
       Pieces pieces;
       stream.splitter.Feed(choice.text, &pieces);

@@ -111,14 +111,17 @@ void TokenTextStream::Release(std::string* out, bool final) {
   // The stop string that begins first wins (vLLM checks each new piece of
   // text as it comes, so a later one cannot have ended the output).
   size_t cut = std::string::npos, cut_len = 0;
+  const std::string* matched = nullptr;
   for (const auto& stop : options_.stop) {
     size_t at = pending_.find(stop);
     if (at != std::string::npos && (at < cut || (at == cut && stop.size() > cut_len))) {
       cut = at;
       cut_len = stop.size();
+      matched = &stop;
     }
   }
-  if (cut != std::string::npos) {
+  if (matched) {
+    matched_stop_ = *matched;
     out->append(pending_, 0, options_.include_stop_str_in_output ? cut + cut_len : cut);
     pending_.clear();
     bytes_.clear();

@@ -41,6 +41,9 @@ class TokenTextStream {
 
   // A stop string was found: later IDs add nothing.
   bool stopped() const { return stopped_; }
+  // The stop string that ended the text ("" while none has): what vLLM
+  // reports as the choice's stop_reason, and Anthropic as stop_sequence.
+  const std::string& matched_stop() const { return matched_stop_; }
 
  private:
   void Release(std::string* out, bool final);
@@ -51,6 +54,7 @@ class TokenTextStream {
   std::string bytes_;    // decoded bytes not yet made text (an incomplete character)
   std::string pending_;  // text held back: it may be the start of a stop string
   bool stopped_ = false;
+  std::string matched_stop_;
 };
 
 // Appends `bytes` to *out as UTF-8 text, each maximal invalid subpart

@@ -142,8 +142,10 @@ TEST_CASE("stop strings end the decoded text before the stop (or after it), also
   o.stop = {"wör"};
   api::TokenTextStream s(tok, o);
   std::string out;
+  CHECK(s.matched_stop().empty());
   REQUIRE(s.Feed(ids, &out));
   CHECK(s.stopped());
+  CHECK(s.matched_stop() == "wör");  // what the choice's stop_reason names
   REQUIRE(s.Feed(ids, &out));
   s.Finish(&out);
   CHECK(out == "Hello ");
@@ -215,14 +217,41 @@ TEST_CASE("vllm mode answers come back in the chat format (reasoning, tool calls
   qwen->Encode("<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n", false, expected_prompt);
   CHECK(prompt_ids == expected_prompt);
 
-  // A stop string: the engine stopped on it; the text ends before it.
+  // A stop string: the engine stopped on it; the text ends before it, and
+  // the choice names it (vLLM's stop_reason), also streamed.
   r = client.Request("POST", "/v1/chat/completions",
-                     ojson{{"model", "qwen3"}, {"messages", msgs}, {"stop", {"wörld"}}}.dump());
+                     ojson{{"model", "qwen3"}, {"messages", msgs}, {"stop", {"nowhere", "wörld"}}}.dump());
   REQUIRE(r.status == 200);
   ans = json::parse(r.body);
   CHECK(ans["choices"][0]["message"]["content"] == "Grüße, ");
-  CHECK(json::parse(engine.Requests().back().body)["sampling_params"]["stop"] == json{"wörld"});
+  CHECK(ans["choices"][0]["finish_reason"] == "stop");
+  CHECK(ans["choices"][0]["stop_reason"] == "wörld");
+  CHECK(json::parse(engine.Requests().back().body)["sampling_params"]["stop"] == (json{"nowhere", "wörld"}));
   CHECK(json::parse(engine.Requests().back().body)["sampling_params"]["max_tokens"].is_null());
+  {
+    auto stopped = client.Stream(
+        "/v1/chat/completions",
+        ojson{{"model", "qwen3"}, {"messages", msgs}, {"stop", {"wörld"}}, {"stream", true}}.dump());
+    REQUIRE(stopped.status == 200);
+    CHECK(ReadChatStream(stopped.body).content == "Grüße, ");
+    bool named = false;
+    for (const std::string& data : SseData(stopped.body)) {
+      json chunk = json::parse(data, nullptr, false);
+      if (chunk.is_object() && chunk.contains("choices") && !chunk["choices"].empty() &&
+          chunk["choices"][0].value("stop_reason", json()) == "wörld") {
+        named = chunk["choices"][0]["finish_reason"] == "stop";
+      }
+    }
+    CHECK(named);
+  }
+  // Anthropic's terms: stop_sequence, in the vllm mode too.
+  r = client.Request("POST", "/v1/messages",
+                     ojson{{"model", "qwen3"}, {"max_tokens", 50}, {"stop_sequences", {"wörld"}},
+                           {"messages", {{{"role", "user"}, {"content", "hi"}}}}}.dump());
+  REQUIRE_MESSAGE(r.status == 200, r.body);
+  ans = json::parse(r.body);
+  CHECK(ans["stop_reason"] == "stop_sequence");
+  CHECK(ans["stop_sequence"] == "wörld");
 
   // Streamed, two IDs an event (characters split across events): the deltas
   // add up to the plain answer; the usage chunk is passed on.
