@@ -359,6 +359,13 @@ bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options,
       auto schema = t.find("input_schema");
       if (schema == t.end() || !schema->is_object()) return Fail(error, "tools: every tool needs an 'input_schema' object.", "tools");
       fn["parameters"] = *schema;
+      // Tool search (Claude Code's deferred MCP tools): vLLM hands the flag
+      // to the template with the tool, for templates that keep such tools
+      // out of the prompt; the others write it out with the tool.
+      if (auto defer = t.find("defer_loading"); defer != t.end() && !defer->is_null()) {
+        if (!defer->is_boolean()) return Fail(error, "tools: defer_loading must be a boolean.", "tools");
+        fn["defer_loading"] = *defer;
+      }
       list.push_back(ordered_json{{"type", "function"}, {"function", std::move(fn)}});
     }
     if (!list.empty()) {

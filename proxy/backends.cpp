@@ -309,27 +309,38 @@ namespace {
 
 enum class EngineIds { kOk, kNoVerdict, kUnavailable };
 
-// The IDs of a backend's POST /tokenize answer to `request` (JSON): kNoVerdict when
+// Where an engine gives the IDs of a prompt: vLLM's POST /tokenize answers
+// them in "tokens" (a prompt, or "messages" it renders); its render endpoint
+// in "token_ids" (the GenerateRequest of a chat request).
+struct IdsEndpoint {
+  const char* target;
+  const char* ids_key;
+};
+constexpr IdsEndpoint kTokenizeEndpoint{"/tokenize", "tokens"};
+constexpr IdsEndpoint kChatRenderEndpoint{"/v1/chat/completions/render", "token_ids"};
+
+// The IDs of a backend's answer to `request` (JSON) at `endpoint`: kNoVerdict when
 // this process could not send it (out of descriptors), kUnavailable when the
 // backend has no such endpoint, rejects the request or answers something
 // else (an empty list included: an engine that ignores "messages" tokenizes
 // nothing, which is no verdict on its rendering).
-EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, const std::string& request, size_t max_header_bytes,
-                         std::vector<uint32_t>* ids) {
+EngineIds FetchEngineIds(asio::io_context& ioc, Backend& b, IdsEndpoint endpoint, const std::string& request,
+                         size_t max_header_bytes, std::vector<uint32_t>* ids) {
   int status = 0;
   std::string body;
   bool local = false;
-  if (!SyncRequest(ioc, b, http::verb::post, "/tokenize", request, 5000, max_header_bytes, &status, &body, &local) ||
+  if (!SyncRequest(ioc, b, http::verb::post, endpoint.target, request, 5000, max_header_bytes, &status, &body,
+                   &local) ||
       status != 200) {
     return local ? EngineIds::kNoVerdict : EngineIds::kUnavailable;
   }
   nlohmann::json j;
   if (ParseBoundedJson(body, kDefaultJsonMaxDepth, &j) != JsonParseOutcome::kOk || !j.is_object() ||
-      !j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty()) {
+      !j.contains(endpoint.ids_key) || !j[endpoint.ids_key].is_array() || j[endpoint.ids_key].empty()) {
     return EngineIds::kUnavailable;
   }
   ids->clear();
-  for (const auto& x : j["tokens"]) {
+  for (const auto& x : j[endpoint.ids_key]) {
     if (!x.is_number_unsigned() || x.get<uint64_t>() > UINT32_MAX) return EngineIds::kUnavailable;
     ids->push_back(x.get<uint32_t>());
   }
@@ -365,8 +376,11 @@ void Backends::GuardRoundOrThrow() {
       metrics_->gauge(metrics::Id::kGuardTextMode, {m->config.name}).Set(1);
     };
     // The chat template too, where the model renders chat itself: the
-    // engine's own rendering of a canary conversation (vLLM: /tokenize with
-    // "messages") must give the IDs ours does. Rendered once per round.
+    // engine's own rendering of a canary conversation must give the IDs ours
+    // does. vLLM renders at /v1/chat/completions/render (the request as
+    // /v1/chat/completions takes it) and, older or other engines, at
+    // /tokenize with "messages": the render endpoint is asked first.
+    // Rendered once per round.
     std::string chat_request;
     std::vector<uint32_t> chat_ids;
     if (m->chat && m->chat->mode != ChatForward::kText) {
@@ -387,7 +401,8 @@ void Backends::GuardRoundOrThrow() {
       bool compared_all = true;
       for (std::string_view canary : canaries) {
         nlohmann::json req = {{"model", m->config.name}, {"prompt", canary}, {"add_special_tokens", true}};
-        EngineIds got = FetchEngineIds(checker_io_->ioc, *b, req.dump(), config_.max_header_bytes, &theirs);
+        EngineIds got =
+            FetchEngineIds(checker_io_->ioc, *b, kTokenizeEndpoint, req.dump(), config_.max_header_bytes, &theirs);
         if (got != EngineIds::kOk) {
           if (got == EngineIds::kNoVerdict) {
             metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
@@ -405,7 +420,11 @@ void Backends::GuardRoundOrThrow() {
         }
       }
       if (!compared_all || chat_request.empty() || m->guard_text_mode) continue;
-      EngineIds got = FetchEngineIds(checker_io_->ioc, *b, chat_request, config_.max_header_bytes, &theirs);
+      EngineIds got =
+          FetchEngineIds(checker_io_->ioc, *b, kChatRenderEndpoint, chat_request, config_.max_header_bytes, &theirs);
+      if (got == EngineIds::kUnavailable) {
+        got = FetchEngineIds(checker_io_->ioc, *b, kTokenizeEndpoint, chat_request, config_.max_header_bytes, &theirs);
+      }
       if (got == EngineIds::kNoVerdict) {
         metrics_->counter(metrics::Id::kResourceExhausted, {"health_check"}).Inc();
         continue;

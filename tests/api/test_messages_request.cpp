@@ -90,6 +90,24 @@ TEST_CASE("messages mapping: tools, tool_choice, sampling, stream, session from 
   CHECK_FALSE(counted.chat.contains("max_tokens"));
 }
 
+TEST_CASE("messages mapping: a tool's defer_loading goes to the template with the tool, as vLLM passes it") {
+  auto m = Map(R"({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}],
+    "tools": [{"name": "mcp__x", "defer_loading": true, "input_schema": {"type": "object"}},
+              {"name": "g", "defer_loading": null, "input_schema": {"type": "object"}}]})");
+  CHECK(m.chat["tools"] == ojson::parse(R"([{"type": "function", "function": {"name": "mcp__x",
+      "parameters": {"type": "object"}, "defer_loading": true}},
+    {"type": "function", "function": {"name": "g", "parameters": {"type": "object"}}}])"));
+  // What the template sees: vLLM's FunctionDefinition order, the flag last.
+  ojson dicts;
+  api::RequestError err;
+  REQUIRE(api::BuildToolDicts(m.chat["tools"], &dicts, &err));
+  CHECK(dicts[0]["function"].dump() ==
+        R"({"name":"mcp__x","description":null,"parameters":{"type":"object"},"defer_loading":true})");
+  CHECK(Refused(R"({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "x"}],
+                   "tools": [{"name": "f", "defer_loading": "yes", "input_schema": {"type": "object"}}]})")
+            .find("defer_loading") != std::string::npos);
+}
+
 TEST_CASE("messages mapping: what the token path cannot carry or Anthropic would refuse is a 400 naming it") {
   CHECK(Refused(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})").find("max_tokens") != std::string::npos);
   CHECK(Refused(R"({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})").find("max_tokens") !=

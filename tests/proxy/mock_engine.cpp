@@ -227,6 +227,23 @@ void MockEngine::Impl::Serve(MockEngine* e, std::shared_ptr<tcp::socket> sock) {
         nlohmann::json out = {{"count", ids.size()}, {"max_model_len", 131072}, {"tokens", ids}};
         respond(http::status::ok, "application/json", out.dump());
       }
+    } else if (path == "/v1/chat/completions/render") {
+      std::function<std::vector<uint32_t>(const std::string&)> fn;
+      {
+        std::lock_guard<std::mutex> lock(e->tokenize_mu);
+        fn = e->render_chat;
+      }
+      if (!fn) {
+        respond(http::status::not_found, "application/json", R"({"detail":"Not Found"})");
+      } else {
+        auto j = nlohmann::json::parse(req.body(), nullptr, false);
+        nlohmann::json out = {{"request_id", "chatcmpl-mock"},
+                              {"token_ids", fn(req.body())},
+                              {"sampling_params", {{"max_tokens", nullptr}}},
+                              {"model", j.is_object() ? j.value("model", "") : ""},
+                              {"stream", false}};
+        respond(http::status::ok, "application/json", out.dump());
+      }
     } else if (path == "/inference/v1/generate") {
       std::vector<uint32_t> ids;
       std::string finish;

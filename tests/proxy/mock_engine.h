@@ -80,6 +80,9 @@ class MockEngine {
   // request JSON in, the IDs out. nullptr: "messages" is ignored (the prompt
   // is empty), as an engine without chat tokenization does.
   std::function<std::vector<uint32_t>(const std::string& request_json)> tokenize_chat;
+  // vLLM's POST /v1/chat/completions/render: the request JSON in, the
+  // rendered prompt's IDs out (answered as its GenerateRequest). nullptr: 404.
+  std::function<std::vector<uint32_t>(const std::string& request_json)> render_chat;
   std::mutex tokenize_mu;
 
   // Observations (only while recording; the load generator records only

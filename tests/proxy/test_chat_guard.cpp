@@ -1,6 +1,7 @@
 // Issue 11: the compatibility guard also compares chat rendering. For a
 // model on the chat token path it has the engine render a canary
-// conversation (vLLM: POST /tokenize with "messages") and compares those IDs
+// conversation (vLLM: POST /v1/chat/completions/render, else POST /tokenize
+// with "messages") and compares those IDs
 // with its own rendering's; a difference switches the model to text, an
 // engine that cannot render counts chat_unavailable and changes nothing.
 // The mock's "engine rendering" is the reference: @huggingface/jinja's
@@ -103,6 +104,38 @@ TEST_CASE("the guard compares the engine's chat rendering with ours and switches
     CHECK(engine.Requests().back().body == body);
     m = client.Request("GET", "/metrics", "").body;
     CHECK(MetricValue(m, R"(toktier_passthrough_total{reason="text_mode"})") == 1);
+  }
+  SUBCASE("the engine's render endpoint is the reference where it has one") {
+    MockEngine engine;
+    GuardedProxy g(engine);
+    // /tokenize with messages would disagree: the render endpoint is asked first.
+    engine.tokenize_chat = [&](const std::string&) { return std::vector<uint32_t>{1, 2, 3}; };
+    engine.render_chat = [&](const std::string& request) {
+      json j = json::parse(request);
+      CHECK(j["messages"] == json::parse(api::ChatGuardCanary("qwen3").dump())["messages"]);
+      return j["model"] == "qwen3" ? reference : std::vector<uint32_t>{};
+    };
+    g.c.guard_interval_ms = 50;
+    Proxy p(g.c);
+    HttpClient client(p.port());
+    std::string m = client.Request("GET", "/metrics", "").body;
+    CHECK(MetricValue(m, R"(toktier_tokenizer_guard_checks_total{model="qwen3",result="chat_match"})") >= 1);
+    CHECK(MetricValue(m, R"(toktier_tokenizer_guard_checks_total{model="qwen3",result="chat_mismatch"})") <= 0);
+    CHECK(MetricValue(m, R"(toktier_tokenizer_guard_text_mode{model="qwen3"})") == 0);
+    // And a render endpoint that renders differently switches the model to text.
+    {
+      std::lock_guard<std::mutex> lock(engine.tokenize_mu);  // the guard's thread reads it
+      engine.render_chat = [&](const std::string&) {
+        std::vector<uint32_t> other = reference;
+        other.pop_back();
+        return other;
+      };
+    }
+    for (int i = 0; i < 200 && MetricValue(Metrics(p.port()), R"(toktier_tokenizer_guard_text_mode{model="qwen3"})") != 1;
+         ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    CHECK(MetricValue(Metrics(p.port()), R"(toktier_tokenizer_guard_text_mode{model="qwen3"})") == 1);
   }
   SUBCASE("the engine cannot render chat (ignores messages): unavailable, nothing switched") {
     MockEngine engine;
