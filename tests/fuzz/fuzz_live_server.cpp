@@ -13,8 +13,10 @@
 // inputs). ASan/UBSan watch the server's I/O and worker threads.
 // Structure: when the last byte has bit 0x40, the other bytes are a JSON
 // body (deep-nesting markers expanded, fuzz_support.h ExpandNesting) sent as
-// a well-framed POST to /v1/chat/completions (qwen3 renders its template in
-// "completions" mode) or, with bit 0x20, /v1/completions.
+// a well-framed POST to /v1/completions (bit 0x20) or else to one of the
+// chat token path's endpoints (qwen3 renders its template in "completions"
+// mode): chat, Messages, Responses, count_tokens and the three render
+// endpoints, picked by the body's length so that mutations reach each.
 // Stack depth: every thread of this process (the server's I/O and worker
 // threads included) runs on a 1 MiB stack (2 MiB under ASan, whose frames
 // are larger), an eighth of the default, so an
@@ -167,12 +169,19 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   return 0;
 }
 
+constexpr const char* kChatPathTargets[] = {"/v1/chat/completions",        "/v1/messages",
+                                             "/v1/responses",               "/v1/chat/completions/render",
+                                             "/v1/messages/render",         "/v1/responses/render",
+                                             "/v1/messages/count_tokens",   "/v1/chat/completions"};
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > (256u << 10)) return 0;
   std::string bytes(reinterpret_cast<const char*>(data), size);
   if (size > 1 && (data[size - 1] & 0x40)) {
     const std::string body = toktier::fuzz::ExpandNesting(std::string_view(bytes).substr(0, size - 1));
-    bytes = std::string("POST ") + ((data[size - 1] & 0x20) ? "/v1/completions" : "/v1/chat/completions") +
+    const char* target =
+        (data[size - 1] & 0x20) ? "/v1/completions" : kChatPathTargets[body.size() % std::size(kChatPathTargets)];
+    bytes = std::string("POST ") + target +
             " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
             std::to_string(body.size()) + "\r\n\r\n" + body;
   }
