@@ -68,7 +68,16 @@ FastTree Build(od::value v, size_t depth, size_t max_depth, ordered_json* out) {
     case od::json_type::number: {
       // nlohmann's own reading of the token (integer, unsigned or float,
       // -0, overflow): numbers are few in a chat body.
-      const std::string_view token = v.raw_json_token();
+      std::string_view token = v.raw_json_token();
+      while (!token.empty() && (token.back() == ' ' || token.back() == '\t' || token.back() == '\n' ||
+                                token.back() == '\r')) {
+        token.remove_suffix(1);
+      }
+      // simdjson's token runs to the next structural character, so bytes no
+      // number holds can trail it; nlohmann would read a NUL there as the end
+      // of its input and vouch for "0<NUL><junk>", which its parse of the
+      // whole body refuses (found by fuzz_chat_request).
+      if (token.empty() || token.find_first_not_of("0123456789+-.eE") != std::string_view::npos) return kNo;
       *out = ordered_json::parse(token.begin(), token.end(), nullptr, /*allow_exceptions=*/false);
       return !out->is_discarded() && out->is_number() ? FastTree::kBuilt : kNo;
     }
