@@ -727,8 +727,10 @@ bool ChatStreamTranslator::HandleEngineEvent(const std::string& data, std::strin
       if (stream.finished) continue;  // text after the choice's finish_reason is not the client's
       if (stream.decoder) {
         if (!stream.decoder->Feed(choice.token_ids, &choice.text)) return Fail("a token ID outside the vocabulary");
-        if (choice.finish_reason) stream.decoder->Finish(&choice.text);
-        if (choice.finish_reason) NameMatchedStop(*stream.decoder, &choice);
+        if (choice.finish_reason) {
+          stream.decoder->Finish(&choice.text);
+          NameMatchedStop(*stream.decoder, &choice);
+        }
       }
       Pieces pieces;
       stream.splitter.Feed(choice.text, &pieces);

@@ -23,17 +23,18 @@ namespace http = boost::beast::http;
 
 namespace {
 
-// "chatcmpl-" and 32 hex digits: 64 random bits per process (a client
-// cannot guess another's ids) mixed with a per-request counter.
-std::string ChatCompletionId(uint64_t counter) {
+// An answer's id: the client API's prefix ("chatcmpl-", "msg_", "resp_")
+// and 32 hex digits: 64 random bits per process (a client cannot guess
+// another's ids) mixed with a per-request counter.
+std::string AnswerId(std::string_view prefix, uint64_t counter) {
   static const uint64_t process_key = [] {
     std::random_device rd;
     return (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }();
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "chatcmpl-%016llx%016llx", static_cast<unsigned long long>(process_key),
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(process_key),
                 static_cast<unsigned long long>(XXH3_64bits_withSeed(&counter, sizeof counter, process_key)));
-  return buf;
+  return std::string(prefix) + hex;
 }
 
 int64_t UnixNow() {
@@ -50,30 +51,31 @@ size_t IdCount(std::string_view ids) {
 
 }  // namespace
 
-void HttpConn::AnswerCountTokens(const TokenizeResult& res) {
+bool HttpConn::PromptTokenizedOr503(const TokenizeResult& res) {
   rq_->t_worker_start = res.worker_start;
   rq_->t_worker_end = res.worker_end;
-  if (!res.ok || res.body.pieces.size() != 5) {
-    return SendError(ErrorReply::Overloaded("The prompt could not be tokenized now: try again."));
-  }
+  // A string prompt comes back as [before, "[", ids, "]", after].
+  if (res.ok && res.body.pieces.size() == 5) return true;
+  SendError(ErrorReply::Overloaded("The prompt could not be tokenized now: try again."));
+  return false;
+}
+
+void HttpConn::AnswerCountTokens(const TokenizeResult& res) {
+  if (!PromptTokenizedOr503(res)) return;
   SendResponse(status::ok, "application/json", api::CountTokensJson(IdCount(res.body.pieces[2])), Outcome::kOk,
                false);
 }
 
 void HttpConn::AnswerRender(const TokenizeResult& res, const ChatForwardPlan& plan, const MappedRequest& mapped) {
-  rq_->t_worker_start = res.worker_start;
-  rq_->t_worker_end = res.worker_end;
-  if (!res.ok || res.body.pieces.size() != 5) {
-    return SendError(ErrorReply::Overloaded("The prompt could not be tokenized now: try again."));
-  }
+  if (!PromptTokenizedOr503(res)) return;
   // The id takes the client API's prefix, as its answer would (vLLM's chat
   // render: "chatcmpl-").
-  const std::string id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
-  const std::string_view prefix = mapped.messages ? "msg_" : mapped.responses ? "resp_" : "chatcmpl-";
+  const std::string id = AnswerId(mapped.messages ? "msg_" : mapped.responses ? "resp_" : "chatcmpl-",
+                                  srv_->passthrough_counter.fetch_add(1));
   const std::string_view ids = res.body.pieces[2];
   std::string body;
   body.reserve(plan.head.size() + ids.size() + plan.tail.size() + id.size() + 32);
-  body.append("{\"request_id\":\"").append(prefix).append(std::string_view(id).substr(9)).append("\",");
+  body.append("{\"request_id\":\"").append(id).append("\",");
   body.append(std::string_view(plan.head).substr(1)).append(ids).append(plan.tail);  // head: {"model":...
   SendResponse(status::ok, "application/json", std::move(body), Outcome::kOk, false);
 }
@@ -232,7 +234,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<co
   std::unique_ptr<api::ResponseTranslator> chat_stage;
   if (cm.mode == ChatForward::kCompletions || cm.mode == ChatForward::kVllm) {
     ChatTranslateOptions o;
-    o.id = ChatCompletionId(srv_->passthrough_counter.fetch_add(1));
+    o.id = AnswerId("chatcmpl-", srv_->passthrough_counter.fetch_add(1));
     o.created = UnixNow();
     o.model = chat->model;
     o.tools = chat->has_tools ? cm.tools : ToolCallFormat::kNone;
@@ -247,7 +249,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<co
   // stage's) -> the client's format.
   if (mapped.messages) {
     api::MessagesTranslateOptions mo;
-    mo.id = "msg_" + ChatCompletionId(srv_->passthrough_counter.fetch_add(1)).substr(9);
+    mo.id = AnswerId("msg_", srv_->passthrough_counter.fetch_add(1));
     mo.model = mapped.messages->model;
     mo.prompt_tokens = IdCount(res.body.pieces[2]);
     mo.stop_sequences = mapped.messages->stop_sequences;
@@ -255,7 +257,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<co
                                                   cfg().max_body_bytes);
   } else if (mapped.responses) {
     api::ResponsesTranslateOptions ro;
-    ro.id = "resp_" + ChatCompletionId(srv_->passthrough_counter.fetch_add(1)).substr(9);
+    ro.id = AnswerId("resp_", srv_->passthrough_counter.fetch_add(1));
     ro.model = mapped.responses->model;
     ro.created_at = UnixNow();
     ro.prompt_tokens = IdCount(res.body.pieces[2]);

@@ -196,6 +196,9 @@ class HttpConn : public std::enable_shared_from_this<HttpConn> {
                             const std::string& model_name, bool stream, PreparedChat* p);
   void HandleMessages(bool count_tokens, bool render);  // mapped_conn.cpp
   void HandleResponses(bool render);                   // mapped_conn.cpp
+  // The local answers' common start: the worker's phases noted, and true
+  // when the prompt was tokenized, else a 503 sent.
+  bool PromptTokenizedOr503(const TokenizeResult& res);
   void AnswerCountTokens(const TokenizeResult& res);
   // A /render endpoint's answer: vLLM's GenerateRequest (request_id,
   // token_ids, sampling_params, model, stream, ...), what its

@@ -114,6 +114,15 @@ inline bool IsOpenAiError(const std::string& body) {
          j["error"]["type"].is_string() && j["error"].contains("param") && j["error"].contains("code");
 }
 
+// {"type": "error", "error": {"type": str, "message": str}}: Anthropic's
+// shape; `type` non-empty: the error's type too.
+inline bool IsAnthropicError(const std::string& body, const std::string& type = "") {
+  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  return j.is_object() && j.value("type", "") == "error" && j.contains("error") && j["error"].is_object() &&
+         j["error"]["type"].is_string() && (type.empty() || j["error"]["type"] == type) &&
+         j["error"]["message"].is_string();
+}
+
 inline std::string Metrics(uint16_t port) { return HttpClient(port).Request("GET", "/metrics", "").body; }
 
 // A connection's outcome is counted when the server has finished with it,

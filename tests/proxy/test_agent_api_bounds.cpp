@@ -61,12 +61,6 @@ const std::vector<Endpoint> kEndpoints = {
     {"/v1/chat/completions/render", false, ChatBody},
 };
 
-bool IsAnthropicError(const std::string& body) {
-  json j = json::parse(body, nullptr, false);
-  return j.is_object() && j.value("type", "") == "error" && j.contains("error") && j["error"].is_object() &&
-         j["error"]["message"].is_string();
-}
-
 bool ErrorShapeOf(const Endpoint& e, const std::string& body) {
   return e.anthropic ? IsAnthropicError(body) : IsOpenAiError(body);
 }

@@ -59,7 +59,7 @@ ojson ClaudeCodeRequest() {
 // Qwen3's string-content template, thinking as reasoning, tool_use as a tool
 // call whose arguments the template receives as a value, tool_result as a
 // tool message, tools as model_dump()s (description null when absent).
-ojson ExpectedTemplateInputs(const ojson& cfg) {
+ojson ClaudeCodeTemplateInputs(const ojson& cfg) {
   ojson messages = ojson::parse(R"([
     {"role": "system", "content": "You are Claude Code. Be brief.Mid-conversation note."},
     {"role": "user", "content": "<system-reminder>ctx</system-reminder>\nList the files, café ✓"},
@@ -80,18 +80,12 @@ ojson ExpectedTemplateInputs(const ojson& cfg) {
   return inputs;
 }
 
-bool IsAnthropicError(const std::string& body, const std::string& type) {
-  json j = json::parse(body, nullptr, false);
-  return j.is_object() && j.value("type", "") == "error" && j.contains("error") && j["error"].value("type", "") == type &&
-         j["error"]["message"].is_string();
-}
-
 }  // namespace
 
 TEST_CASE("messages: a Claude Code conversation reaches the engine as the reference IDs of vLLM's conversion "
           "in every chat_forward mode; count_tokens counts them without the engine") {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
-  const std::vector<uint32_t> want = ReferenceChatIds(ExpectedTemplateInputs(TokenizerConfig("qwen3")), "qwen3");
+  const std::vector<uint32_t> want = ReferenceChatIds(ClaudeCodeTemplateInputs(TokenizerConfig("qwen3")), "qwen3");
   for (const std::string mode : {"completions", "sglang", "dynamo", "vllm"}) {
     INFO(mode);
     MockEngine engine;

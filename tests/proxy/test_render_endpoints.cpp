@@ -154,9 +154,7 @@ TEST_CASE("render endpoints: bad bodies get the API's own error shape, what the 
   r = client.Request("POST", "/v1/messages/render?beta=true", R"({"model": "qwen3", "max_tokens": 5, "messages": [
                        {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "data": "AA"}}]}]})");
   CHECK(r.status == 400);
-  json err = json::parse(r.body, nullptr, false);
-  CHECK(err["type"] == "error");
-  CHECK(err["error"]["type"] == "invalid_request_error");
+  CHECK(IsAnthropicError(r.body, "invalid_request_error"));
   r = client.Request("POST", "/v1/responses/render", R"({"model": "qwen3", "input": "hi", "previous_response_id": "r1"})");
   CHECK(r.status == 400);
   CHECK(IsOpenAiError(r.body));

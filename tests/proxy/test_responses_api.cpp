@@ -51,7 +51,7 @@ ojson CodexRequest() {
 // reasoning item and the function call merged into one assistant turn
 // (arguments as a value), the output as a tool message, tools flattened
 // into model_dump()s, reasoning_effort as a template variable.
-ojson ExpectedTemplateInputs(const ojson& cfg) {
+ojson CodexTemplateInputs(const ojson& cfg) {
   ojson messages = ojson::parse(R"([
     {"role": "system", "content": "You are Codex, a coding agent."},
     {"role": "developer", "content": "Sandbox: read-only.", "tools": null},
@@ -78,7 +78,7 @@ ojson ExpectedTemplateInputs(const ojson& cfg) {
 TEST_CASE("responses: a Codex request reaches the engine as the reference IDs of vLLM's conversion in every "
           "chat_forward mode; hosted tools are left out and counted") {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
-  const std::vector<uint32_t> want = ReferenceChatIds(ExpectedTemplateInputs(TokenizerConfig("qwen3")), "qwen3");
+  const std::vector<uint32_t> want = ReferenceChatIds(CodexTemplateInputs(TokenizerConfig("qwen3")), "qwen3");
   for (const std::string mode : {"completions", "sglang", "dynamo", "vllm"}) {
     INFO(mode);
     MockEngine engine;
