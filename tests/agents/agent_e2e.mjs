@@ -154,10 +154,22 @@ try {
 } catch (e) {
   fail(e.message);
 } finally {
-  for (const c of children) c.kill("SIGTERM");
+  // The proxy flushes its RocksDB state on SIGTERM: removing the folder
+  // before it has exited races its last writes (ENOTEMPTY on rmdir).
+  await Promise.all(children.map((c) => stopChild(c, 10)));
   // TOKTIER_E2E_KEEP=1 keeps the engine's log and the CLI's home for a look.
   if (process.env.TOKTIER_E2E_KEEP === "1") console.error(`kept ${work}`);
-  else fs.rmSync(work, {recursive: true, force: true});
+  else fs.rmSync(work, {recursive: true, force: true, maxRetries: 5, retryDelay: 200});
+}
+
+// SIGTERM, then SIGKILL after `seconds`; resolves once the child is gone.
+function stopChild(child, seconds) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => child.kill("SIGKILL"), seconds * 1000);
+    child.once("exit", () => { clearTimeout(timer); resolve(); });
+    child.kill("SIGTERM");
+  });
 }
 
 // The scripted engine's conversation: the tool asked for, run by the CLI,
