@@ -193,4 +193,10 @@ bool BuildToolDicts(const ordered_json& tools, ordered_json* dicts, RequestError
   return true;
 }
 
+void ApplyReasoningEffort(const std::string& effort, ordered_json* kwargs) {
+  if (effort == "auto") return;
+  (*kwargs)["reasoning_effort"] = effort;
+  if (!kwargs->contains("enable_thinking")) (*kwargs)["enable_thinking"] = effort != "none";
+}
+
 }  // namespace toktier::api

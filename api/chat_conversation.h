@@ -37,4 +37,11 @@ namespace toktier::api {
 [[nodiscard]] bool BuildToolDicts(const nlohmann::ordered_json& tools, nlohmann::ordered_json* dicts,
                                   RequestError* error);
 
+// A request's reasoning effort (chat's `reasoning_effort`, Messages'
+// `output_config.effort`) into the template's kwargs, as vLLM merges it:
+// `reasoning_effort` set over the request's own, and `enable_thinking`
+// (false for "none", else true) unless the kwargs already name it. "auto"
+// sets nothing.
+void ApplyReasoningEffort(const std::string& effort, nlohmann::ordered_json* kwargs);
+
 }  // namespace toktier::api

@@ -115,6 +115,11 @@ bool ParseChatRequest(std::string_view body, ChatRequest* out, RequestError* err
     }
     out->stream = s->is_boolean() && s->get<bool>();
   }
+  if (auto effort = b.find("reasoning_effort"); effort != b.end() && !effort->is_null() && !effort->is_string()) {
+    error->message = "'reasoning_effort' must be a string.";
+    error->param = "reasoning_effort";
+    return false;
+  }
   auto tools = b.find("tools");
   out->has_tools = tools != b.end() && tools->is_array() && !tools->empty();
   return true;
@@ -169,6 +174,14 @@ chat::Status Render(const ChatModel& model, const ChatRequest& req, ordered_json
   }
   for (const char* k : {"add_generation_prompt", "chat_template_kwargs"}) {
     if (auto it = b.find(k); it != b.end()) view[k] = *it;
+  }
+  if (auto effort = b.find("reasoning_effort"); effort != b.end() && !effort->is_null()) {
+    if (!effort->is_string()) {  // ParseChatRequest refuses it; a caller that skipped it gets this
+      return chat::Status::Error(core::StatusCode::kInvalidArgument, "reasoning_effort: must be a string");
+    }
+    ordered_json& kwargs = view["chat_template_kwargs"];
+    if (!kwargs.is_object()) kwargs = ordered_json::object();
+    ApplyReasoningEffort(effort->get<std::string>(), &kwargs);
   }
   // The view and the inputs are this function's own: each stage hands its
   // strings to the next (one copy of the conversation in all, or none).

@@ -1,5 +1,6 @@
 // Anthropic Messages -> chat completions (api/messages_request.h).
 #include "api/messages_request.h"
+#include "api/chat_conversation.h"
 #include "api/json_tree.h"
 
 #include <cstdio>
@@ -28,7 +29,10 @@ bool SystemTexts(const ordered_json& system, const MessagesOptions& o, std::vect
                  RequestError* error, const char* param) {
   if (system.is_null()) return true;
   if (system.is_string()) {
-    if (!system.get_ref<const std::string&>().empty()) parts->push_back(system.get<std::string>());
+    // A plain string is taken whole, even empty: vLLM writes a system
+    // message for an inline `role: "system"` message whose text is "" (the
+    // top-level system is skipped when empty; its caller checks).
+    parts->push_back(system.get<std::string>());
     return true;
   }
   if (!system.is_array()) return Fail(error, std::string("'") + param + "' must be a string or a list of text blocks.", param);
@@ -280,7 +284,10 @@ bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options,
   // The system prompt: the top-level system and every system message of
   // the conversation, joined (vLLM moves mid-conversation system text up).
   std::vector<std::string> system;
-  if (auto s = b.find("system"); s != b.end() && !SystemTexts(*s, options, &system, error, "system")) return false;
+  if (auto s = b.find("system"); s != b.end() && !(s->is_string() && s->get_ref<const std::string&>().empty()) &&
+                                  !SystemTexts(*s, options, &system, error, "system")) {
+    return false;
+  }
   for (const auto& m : *messages) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) {
       return Fail(error, "every message must be an object with a string 'role'.", "messages");
@@ -373,7 +380,18 @@ bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options,
       if (!c.contains("tool_choice")) c["tool_choice"] = "auto";
     }
   }
-  if (auto kw = b.find("chat_template_kwargs"); kw != b.end() && kw->is_object()) c["chat_template_kwargs"] = *kw;
+  ordered_json kwargs = ordered_json::object();
+  if (auto kw = b.find("chat_template_kwargs"); kw != b.end() && kw->is_object()) kwargs = *kw;
+  // output_config.effort is the chat request's reasoning_effort (Claude
+  // Code sends it on every turn): the template sees it, and enable_thinking
+  // follows it unless the request's own kwargs set that.
+  if (auto oc = b.find("output_config"); oc != b.end() && oc->is_object()) {
+    if (auto effort = oc->find("effort"); effort != oc->end() && !effort->is_null()) {
+      if (!effort->is_string()) return Fail(error, "output_config.effort: must be a string.", "output_config");
+      ApplyReasoningEffort(effort->get<std::string>(), &kwargs);
+    }
+  }
+  if (!kwargs.empty()) c["chat_template_kwargs"] = std::move(kwargs);
   out->session_id = SessionOfMetadata(b);
   out->chat = std::move(c);
   return true;

@@ -52,6 +52,24 @@ bool CheckParts(const ordered_json& content, RequestError* error) {
   return true;
 }
 
+// A function tool as vLLM hands it on: the fields of its
+// FunctionDefinition only, strict and defer_loading only when set.
+bool FunctionTool(const ordered_json& t, const std::string& name, ordered_json* list, RequestError* error) {
+  ordered_json fn = ordered_json::object();
+  fn["name"] = name;
+  for (const char* k : {"description", "parameters", "strict", "defer_loading"}) {
+    auto it = t.find(k);
+    if (it == t.end()) continue;
+    if (it->is_null() && (std::string_view(k) == "strict" || std::string_view(k) == "defer_loading")) continue;
+    if (std::string_view(k) == "parameters" && !it->is_object() && !it->is_null()) {
+      return Fail(error, "tools: a function tool's 'parameters' must be an object.", "tools");
+    }
+    fn[k] = *it;
+  }
+  list->push_back(ordered_json{{"type", "function"}, {"function", std::move(fn)}});
+  return true;
+}
+
 ordered_json ToolCall(const std::string& call_id, const std::string& name, const ordered_json& arguments) {
   return ordered_json{{"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
 }
@@ -70,7 +88,12 @@ bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError*
     }
     const char* args_key = type == "function_call" ? "arguments" : "input";
     auto args = item.find(args_key);
-    ordered_json call = ToolCall(*call_id, *name, args != item.end() ? *args : ordered_json(""));
+    // A call of a namespace's tool names the tool as the tools list does.
+    std::string full_name = name->get<std::string>();
+    if (auto ns = item.find("namespace"); ns != item.end() && ns->is_string() && !ns->get_ref<const std::string&>().empty()) {
+      full_name = NamespacedToolName(ns->get<std::string>(), full_name);
+    }
+    ordered_json call = ToolCall(*call_id, full_name, args != item.end() ? *args : ordered_json(""));
     if (prev) {
       auto tc = prev->find("tool_calls");
       if (tc == prev->end() || tc->is_null()) {
@@ -140,6 +163,8 @@ bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError*
 
 }  // namespace
 
+std::string NamespacedToolName(const std::string& ns, const std::string& name) { return ns + "__" + name; }
+
 bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, RequestError* error, size_t max_depth) {
   ordered_json b;
   const JsonParseOutcome parsed = ParseBoundedJson(body, max_depth, &b);
@@ -208,20 +233,38 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
     ordered_json list = ordered_json::array();
     for (const auto& t : *tools) {
       if (!t.is_object()) return Fail(error, "tools: every tool must be an object.", "tools");
-      if (t.value("type", "") != "function") {
+      const std::string type = t.value("type", "");
+      auto name = t.find("name");
+      if (type == "namespace") {
+        // A namespace (Codex's MCP servers) becomes its function tools,
+        // each named namespace__name; the answer names them back.
+        if (name == t.end() || !name->is_string()) return Fail(error, "tools: a namespace needs a string 'name'.", "tools");
+        auto inner = t.find("tools");
+        if (inner == t.end() || !inner->is_array()) return Fail(error, "tools: a namespace needs a 'tools' list.", "tools");
+        for (const auto& nt : *inner) {
+          if (!nt.is_object()) return Fail(error, "tools: every tool must be an object.", "tools");
+          if (nt.value("type", "") != "function") {
+            ++out->hosted_tools_dropped;
+            continue;
+          }
+          auto inner_name = nt.find("name");
+          if (inner_name == nt.end() || !inner_name->is_string()) {
+            return Fail(error, "tools: a function tool needs a string 'name'.", "tools");
+          }
+          const std::string full = NamespacedToolName(name->get<std::string>(), inner_name->get<std::string>());
+          if (!FunctionTool(nt, full, &list, error)) return false;
+        }
+        continue;
+      }
+      if (type != "function") {
         // Hosted tools (web_search, file_search, ...) and custom tools are
         // nothing the model can call here; Codex sends web_search on every
         // request, so an error would stop it.
         ++out->hosted_tools_dropped;
         continue;
       }
-      auto name = t.find("name");
       if (name == t.end() || !name->is_string()) return Fail(error, "tools: a function tool needs a string 'name'.", "tools");
-      ordered_json fn = ordered_json::object();
-      for (const auto& [k, v] : t.items()) {
-        if (k != "type") fn[k] = v;
-      }
-      list.push_back(ordered_json{{"type", "function"}, {"function", std::move(fn)}});
+      if (!FunctionTool(t, name->get<std::string>(), &list, error)) return false;
     }
     if (!list.empty()) c["tools"] = std::move(list);
   }

@@ -27,6 +27,10 @@ struct ResponsesRequest {
   nlohmann::ordered_json echo = nlohmann::ordered_json::object();
 };
 
+// The function name a namespace's tool gets in the prompt (vLLM's
+// flattening): "<namespace>__<name>".
+std::string NamespacedToolName(const std::string& ns, const std::string& name);
+
 // A Responses body -> *out. False and *error (400 naming the field) for a
 // body the API would refuse or that the token path cannot carry:
 // previous_response_id (toktier keeps no responses: send the whole input,

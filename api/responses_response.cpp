@@ -14,6 +14,7 @@
 
 #include "api/chat_answer_reading.h"
 #include "api/json_limits.h"
+#include "api/responses_request.h"
 
 namespace toktier::api {
 namespace {
@@ -134,10 +135,45 @@ Json MessageItem(const std::string& id, Json content, std::string_view status) {
   return {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"status", status}, {"content", std::move(content)}};
 }
 
-Json FunctionCallItem(const std::string& id, const std::string& call_id, const std::string& name, std::string arguments,
-                      std::string_view status) {
-  return {{"id", id},           {"type", "function_call"}, {"status", status},
-          {"call_id", call_id}, {"name", name},            {"arguments", std::move(arguments)}};
+// A tool's name as the client knows it: the prompt names a namespace's
+// tool "<namespace>__<name>" (api/responses_request.h); the call names it
+// back by the request's own tools. A plain function tool of that name wins.
+struct ClientToolName {
+  std::string name;
+  std::string ns;  // "" when the tool is no namespace's
+};
+
+ClientToolName ClientNameOf(const Json& echo, const std::string& prompt_name) {
+  auto tools = echo.is_object() ? echo.find("tools") : echo.end();
+  if (!echo.is_object() || tools == echo.end() || !tools->is_array()) return {prompt_name, ""};
+  ClientToolName found{prompt_name, ""};
+  for (const auto& t : *tools) {
+    if (!t.is_object()) continue;
+    const std::string type = t.value("type", "");
+    if (type == "function" && t.value("name", "") == prompt_name) return {prompt_name, ""};
+    if (type != "namespace" || !found.ns.empty()) continue;
+    auto ns = t.find("name");
+    auto inner = t.find("tools");
+    if (ns == t.end() || !ns->is_string() || inner == t.end() || !inner->is_array()) continue;
+    for (const auto& nt : *inner) {
+      if (!nt.is_object() || nt.value("type", "") != "function") continue;
+      auto name = nt.find("name");
+      if (name != nt.end() && name->is_string() && NamespacedToolName(ns->get<std::string>(), name->get<std::string>()) == prompt_name) {
+        found = {name->get<std::string>(), ns->get<std::string>()};
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+Json FunctionCallItem(const std::string& id, const std::string& call_id, const ClientToolName& name,
+                      std::string arguments, std::string_view status) {
+  Json item = {{"id", id},           {"type", "function_call"}, {"status", status},
+               {"call_id", call_id}, {"name", name.name}};
+  if (!name.ns.empty()) item["namespace"] = name.ns;
+  item["arguments"] = std::move(arguments);
+  return item;
 }
 
 // How the answer ended in Responses terms. "length" is the request's
@@ -218,7 +254,8 @@ bool FunctionCallFromChat(const Json& call, const ResponsesTranslateOptions& opt
     }
   }
   *item = FunctionCallItem(ItemId("fc", options.id, output_index),
-                           id && !id->empty() ? *id : CallId(options.id, position), *name, std::move(arguments),
+                           id && !id->empty() ? *id : CallId(options.id, position),
+                           ClientNameOf(options.request_echo, *name), std::move(arguments),
                            "completed");
   return true;
 }
@@ -332,7 +369,7 @@ struct ResponsesStreamTranslator::State {
   std::string open_id;           // its id
   std::string open_text;         // its text, reasoning or arguments so far
   std::string open_call_id;      // a function call's call_id and name
-  std::string open_name;
+  ClientToolName open_name;
   int64_t open_tool = -1;        // the engine's index of the open call
   std::string open_tool_engine_id;  // its engine id ("" when the engine gave none)
   std::set<int64_t> tools_seen;
@@ -427,7 +464,7 @@ struct ResponsesStreamTranslator::State {
     if (open == Item::kNone) return;
     if (open == Item::kFunctionCall) {
       Json done = ItemEvent("response.function_call_arguments.done", false);
-      done["name"] = open_name;
+      done["name"] = open_name.name;
       done["arguments"] = open_text;
       Emit(done, out);
     } else {
@@ -511,7 +548,7 @@ struct ResponsesStreamTranslator::State {
       if (!Grow(name->size())) return false;
       CloseItem("completed", out);
       open_call_id = id ? *id : CallId(options.id, tool_calls);
-      open_name = *name;
+      open_name = ClientNameOf(options.request_echo, *name);
       OpenItem(Item::kFunctionCall, out);
       open_tool = index;
       open_tool_engine_id = id.value_or("");

@@ -108,6 +108,32 @@ TEST_CASE("messages mapping: a tool's defer_loading goes to the template with th
             .find("defer_loading") != std::string::npos);
 }
 
+TEST_CASE("messages mapping: output_config.effort reaches the template as reasoning_effort, and turns thinking "
+          "off for none unless the request's own kwargs say otherwise") {
+  const std::string head = R"({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], )";
+  CHECK(Map(head + R"("output_config": {"effort": "none"}})").chat["chat_template_kwargs"] ==
+        ojson::parse(R"({"reasoning_effort": "none", "enable_thinking": false})"));
+  CHECK(Map(head + R"("output_config": {"effort": "high"}})").chat["chat_template_kwargs"] ==
+        ojson::parse(R"({"reasoning_effort": "high", "enable_thinking": true})"));
+  CHECK(Map(head + R"("output_config": {"effort": "none"}, "chat_template_kwargs": {"enable_thinking": true, "k": 1}})")
+            .chat["chat_template_kwargs"] == ojson::parse(R"({"enable_thinking": true, "k": 1, "reasoning_effort": "none"})"));
+  CHECK_FALSE(Map(head + R"("output_config": {"effort": null}})").chat.contains("chat_template_kwargs"));
+  CHECK_FALSE(Map(head + R"("output_config": {"format": {"type": "text"}}})").chat.contains("chat_template_kwargs"));
+  CHECK(Refused(head + R"("output_config": {"effort": 3}})").find("effort") != std::string::npos);
+}
+
+TEST_CASE("messages mapping: an empty inline system message still makes a system prompt; an empty top-level "
+          "system does not") {
+  auto inline_empty = Map(R"({"model": "m", "max_tokens": 1, "system": "",
+      "messages": [{"role": "user", "content": "hi"}, {"role": "system", "content": ""}]})");
+  CHECK(inline_empty.chat["messages"][0] == ojson::parse(R"({"role": "system", "content": ""})"));
+  auto top_empty = Map(R"({"model": "m", "max_tokens": 1, "system": "", "messages": [{"role": "user", "content": "hi"}]})");
+  CHECK(top_empty.chat["messages"][0]["role"] == "user");
+  auto blocks_empty = Map(R"({"model": "m", "max_tokens": 1, "messages": [{"role": "user", "content": "hi"},
+      {"role": "system", "content": [{"type": "text", "text": ""}]}]})");
+  CHECK(blocks_empty.chat["messages"][0]["role"] == "user");
+}
+
 TEST_CASE("messages mapping: what the token path cannot carry or Anthropic would refuse is a 400 naming it") {
   CHECK(Refused(R"({"model": "m", "messages": [{"role": "user", "content": "x"}]})").find("max_tokens") != std::string::npos);
   CHECK(Refused(R"({"model": "m", "max_tokens": 0, "messages": [{"role": "user", "content": "x"}]})").find("max_tokens") !=

@@ -77,7 +77,7 @@ TEST_CASE("responses mapping: function tools flattened, hosted tools left out an
   CHECK(r.session_id == "thread-9");
   CHECK(r.hosted_tools_dropped == 2);
   CHECK(r.chat["tools"] == ojson::parse(R"([{"type": "function", "function": {"name": "shell", "description": "run",
-                                            "strict": false, "parameters": {"type": "object"}}}])"));
+                                            "parameters": {"type": "object"}, "strict": false}}])"));
   CHECK(r.chat["max_tokens"] == 100);
   CHECK(r.chat["temperature"] == 0.2);
   CHECK(r.chat["tool_choice"] == "auto");
@@ -85,6 +85,33 @@ TEST_CASE("responses mapping: function tools flattened, hosted tools left out an
   CHECK(r.chat["chat_template_kwargs"]["reasoning_effort"] == "high");
   CHECK(r.echo["store"] == false);
   CHECK(r.echo["parallel_tool_calls"] == true);
+}
+
+TEST_CASE("responses mapping: a function tool keeps its definition's fields only; a namespace's tools are "
+          "flattened to namespace__name, and calls by namespace named so") {
+  auto r = Map(R"({"model": "m",
+      "input": [{"role": "user", "content": "go"},
+                {"type": "function_call", "call_id": "c1", "namespace": "mcp__gh", "name": "search", "arguments": "{}"},
+                {"type": "function_call", "call_id": "c2", "namespace": "", "name": "shell", "arguments": "{}"},
+                {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+      "tools": [{"type": "function", "name": "shell", "strict": null, "x-extra": 1, "defer_loading": null,
+                 "description": "run", "parameters": {"type": "object"}},
+                {"type": "namespace", "name": "mcp__gh", "description": "GitHub",
+                 "tools": [{"type": "function", "name": "search", "defer_loading": true, "strict": true},
+                           {"type": "web_search"}]}]})");
+  CHECK(r.chat["tools"] == ojson::parse(R"([
+      {"type": "function", "function": {"name": "shell", "description": "run", "parameters": {"type": "object"}}},
+      {"type": "function", "function": {"name": "mcp__gh__search", "strict": true, "defer_loading": true}}])"));
+  CHECK(r.hosted_tools_dropped == 1);
+  const ojson& calls = r.chat["messages"][1]["tool_calls"];
+  REQUIRE(calls.size() == 2);
+  CHECK(calls[0]["function"]["name"] == "mcp__gh__search");
+  CHECK(calls[1]["function"]["name"] == "shell");
+  CHECK(r.echo["tools"][1]["type"] == "namespace");  // the answer names calls back from these
+  CHECK(Refused(R"({"model": "m", "input": "x", "tools": [{"type": "namespace", "tools": []}]})").find("namespace") !=
+        std::string::npos);
+  CHECK(Refused(R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": 3}]})")
+            .find("parameters") != std::string::npos);
 }
 
 TEST_CASE("responses mapping: what toktier cannot serve is a 400 naming it, never a shortened conversation") {

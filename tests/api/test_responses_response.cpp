@@ -383,6 +383,38 @@ TEST_CASE("responses response: two tool calls become function_call items, argume
   }
 }
 
+TEST_CASE("responses response: a call of a namespace's tool is named back by namespace and name") {
+  // The prompt named it mcp__github__search (api/responses_request.h).
+  ResponsesTranslateOptions options = Options();
+  options.request_echo = json::parse(R"({"tools": [
+      {"type": "namespace", "name": "mcp__github", "tools": [{"type": "function", "name": "search"},
+                                                              {"type": "web_search"}]},
+      {"type": "function", "name": "mcp__docs__read"},
+      {"type": "namespace", "name": "mcp__docs", "tools": [{"type": "function", "name": "read"}]}]})");
+  Answer a;
+  a.tool_calls = json::array({ToolCall("call_a", "mcp__github__search", R"({"q":"crash"})"),
+                              ToolCall("call_b", "mcp__docs__read", "{}"), ToolCall("call_c", "plain", "{}"),
+                              ToolCall("call_d", "mcp__github__web_search", "{}")});
+  a.finish_reason = "tool_calls";
+  json r = CheckBothForms(a, options);
+  REQUIRE(r["output"].size() == 4);
+  CHECK(r["output"][0] == json{{"id", "fc_t1_0"}, {"type", "function_call"}, {"status", "completed"},
+                               {"call_id", "call_a"}, {"name", "search"}, {"namespace", "mcp__github"},
+                               {"arguments", R"({"q":"crash"})"}});
+  // A plain function tool of the flattened name is the one called.
+  CHECK(r["output"][1]["name"] == "mcp__docs__read");
+  CHECK_FALSE(r["output"][1].contains("namespace"));
+  // Names no tool has, and a namespace's hosted tool, stay as the model wrote them.
+  CHECK(r["output"][2]["name"] == "plain");
+  CHECK(r["output"][3]["name"] == "mcp__github__web_search");
+  CHECK_FALSE(r["output"][3].contains("namespace"));
+  std::vector<Ev> events = Events(RunStream(ChatStream(a), Split::kWhole, options));
+  auto done = std::find_if(events.begin(), events.end(),
+                           [](const Ev& e) { return e.name == "response.function_call_arguments.done"; });
+  REQUIRE(done != events.end());
+  CHECK(done->data["name"] == "search");
+}
+
 TEST_CASE("responses response: length is an incomplete response") {
   Answer a;
   a.reasoning = "so";

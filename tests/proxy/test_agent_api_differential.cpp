@@ -344,6 +344,17 @@ std::vector<Case> SyntheticCases() {
     "messages": [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"},
                  {"role": "user", "content": "How are you?"}]})");
 
+  messages("output_config effort none turns thinking off (Qwen3's empty think block); an empty inline system "
+           "message still makes a system prompt",
+           R"({"max_tokens": 100, "output_config": {"effort": "none"},
+    "messages": [{"role": "user", "content": "one"}, {"role": "system", "content": ""},
+                 {"role": "assistant", "content": "two"}, {"role": "user", "content": "three"}]})");
+
+  messages("the request's own enable_thinking wins over output_config effort, which still reaches the template",
+           R"({"max_tokens": 100, "system": "", "output_config": {"effort": "none"},
+    "chat_template_kwargs": {"enable_thinking": true, "custom_flag": 1},
+    "messages": [{"role": "user", "content": "Think about it."}]})");
+
   responses("Codex turn: instructions, developer and user items, reasoning, function call and output, function "
             "and web_search tools, reasoning effort",
             R"({"instructions": "You are Codex, a coding agent.", "stream": false, "store": false,
@@ -421,6 +432,22 @@ std::vector<Case> SyntheticCases() {
     "tools": [{"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}],
     "tool_choice": "none", "reasoning": {"effort": "high"}, "text": {"verbosity": "low"}, "truncation": "disabled",
     "metadata": {"k": "v"}})");
+  responses("namespace tools (Codex's MCP servers) flattened to namespace__name, a call of one by namespace, "
+            "function tools with extra keys and a null strict",
+            R"({"instructions": "Agent.",
+    "input": [
+      {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Find the issue"}]},
+      {"type": "function_call", "call_id": "c_ns", "namespace": "mcp__github", "name": "search_issues",
+       "arguments": "{\"q\": \"crash\"}"},
+      {"type": "function_call_output", "call_id": "c_ns", "output": "#12 crash on start"}],
+    "tools": [{"type": "function", "name": "shell", "description": "Run", "strict": null, "x-extra": {"a": 1},
+               "parameters": {"type": "object", "properties": {"cmd": {"type": "string"}}}},
+              {"type": "namespace", "name": "mcp__github", "description": "GitHub tools",
+               "tools": [{"type": "function", "name": "search_issues", "description": "Search issues",
+                          "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}},
+                         {"type": "function", "name": "get_issue", "strict": true, "defer_loading": true,
+                          "parameters": {"type": "object", "properties": {"n": {"type": "integer"}}}}]},
+              {"type": "web_search"}]})");
   return cases;
 }
 

@@ -96,6 +96,39 @@ TEST_CASE("chat render answers exactly the body the vllm mode sends to /inferenc
   CHECK(g == json::parse(reqs[0].body));
 }
 
+TEST_CASE("a chat request's reasoning_effort reaches the template as vLLM merges it: none turns Qwen3's "
+          "thinking off, unless chat_template_kwargs set enable_thinking") {
+  REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
+  MockEngine engine;
+  Proxy p(ChatConfig(engine, "completions"));
+  HttpClient client(p.port());
+  auto render = [&](const ojson& extra) {
+    ojson body = {{"model", "qwen3"}, {"messages", Conversation(1)}};
+    body.update(extra);
+    auto r = client.Request("POST", "/v1/chat/completions/render", body.dump());
+    REQUIRE_MESSAGE(r.status == 200, r.body);
+    return IdsOf(json::parse(r.body)["token_ids"]);
+  };
+  auto reference = [&](const ojson& kwargs) {
+    ojson inputs;
+    REQUIRE(chat::BuildChatInputs(ojson{{"messages", Conversation(1)}, {"chat_template_kwargs", kwargs}},
+                                  TokenizerConfig("qwen3"), &inputs).ok());
+    return ReferenceChatIds(inputs, "qwen3");
+  };
+  const auto thinking_off = reference({{"reasoning_effort", "none"}, {"enable_thinking", false}});
+  CHECK(render({{"reasoning_effort", "none"}}) == thinking_off);
+  CHECK(thinking_off != reference(ojson::object()));  // the template's empty think block
+  CHECK(render({{"reasoning_effort", "low"}}) == reference({{"reasoning_effort", "low"}, {"enable_thinking", true}}));
+  CHECK(render({{"reasoning_effort", "none"}, {"chat_template_kwargs", {{"enable_thinking", true}}}}) ==
+        reference({{"enable_thinking", true}, {"reasoning_effort", "none"}}));
+  // The top-level field wins over the kwargs' own reasoning_effort.
+  CHECK(render({{"reasoning_effort", "none"}, {"chat_template_kwargs", {{"reasoning_effort", "high"}}}}) == thinking_off);
+  CHECK(render({{"reasoning_effort", nullptr}}) == reference(ojson::object()));
+  auto bad = client.Request("POST", "/v1/chat/completions/render",
+                            ojson{{"model", "qwen3"}, {"messages", Conversation(1)}, {"reasoning_effort", 3}}.dump());
+  CHECK(bad.status == 400);
+}
+
 TEST_CASE("messages and responses render answer the IDs their endpoints forward, with their sampling "
           "parameters mapped by vLLM's rules") {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
