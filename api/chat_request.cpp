@@ -153,15 +153,26 @@ std::string ChatUnsupported(ChatForward mode, const ChatRequest& req) {
 
 namespace {
 
+// What a render leaves behind: trees whose strings were moved on but whose
+// nodes (thousands, for a long conversation) are still to be freed.
+struct RenderScratch {
+  ordered_json view = ObjectWithRoom(4);
+  ordered_json inputs;
+  ordered_json taken_messages;   // the request's own, emptied
+  std::shared_ptr<void> values;  // the template's values
+};
+
 // `taken`: the request's own messages, given away (moved into the
-// conversation), or null to copy them from `req.body`.
+// conversation), or null to copy them from `req.body`. `leftovers`: when
+// set, receives what the render leaves behind instead of freeing it.
 chat::Status Render(const ChatModel& model, const ChatRequest& req, ordered_json* taken, int64_t now_unix_seconds,
-                    std::string* prompt) {
+                    std::string* prompt, std::shared_ptr<void>* leftovers = nullptr) {
+  auto scratch = std::make_shared<RenderScratch>();
   // What the template sees is what vLLM passes it (api/chat_conversation.h),
   // not the request's own JSON: parts joined or kept by the template's
   // content format, tool-call arguments as values, tools as model_dump()s.
   const auto& b = req.body;
-  ordered_json view = ObjectWithRoom(4);
+  ordered_json& view = scratch->view;
   RequestError err;
   auto messages = b.find("messages");
   if (messages == b.end()) return chat::Status::Error(core::StatusCode::kInvalidArgument, "no messages");
@@ -185,12 +196,18 @@ chat::Status Render(const ChatModel& model, const ChatRequest& req, ordered_json
   }
   // The view and the inputs are this function's own: each stage hands its
   // strings to the next (one copy of the conversation in all, or none).
-  ordered_json inputs;
+  ordered_json& inputs = scratch->inputs;
   chat::Status s = chat::BuildChatInputs(std::move(view), model.tokenizer_config, &inputs);
   if (!s.ok()) return s;
   chat::RenderOptions ro;
   ro.now_unix_seconds = now_unix_seconds;
-  return model.tmpl->Render(std::move(inputs), ro, prompt);
+  if (leftovers) ro.keep_values = &scratch->values;
+  s = model.tmpl->Render(std::move(inputs), ro, prompt);
+  if (leftovers) {
+    if (taken) scratch->taken_messages = std::move(*taken);
+    *leftovers = std::move(scratch);
+  }
+  return s;
 }
 
 }  // namespace
@@ -201,10 +218,10 @@ chat::Status RenderChatPrompt(const ChatModel& model, const ChatRequest& req, in
 }
 
 chat::Status RenderChatPromptTakingMessages(const ChatModel& model, ChatRequest* req, int64_t now_unix_seconds,
-                                            std::string* prompt) {
+                                            std::string* prompt, std::shared_ptr<void>* leftovers) {
   auto messages = req->body.find("messages");
   if (messages == req->body.end()) return chat::Status::Error(core::StatusCode::kInvalidArgument, "no messages");
-  return Render(model, *req, &*messages, now_unix_seconds, prompt);
+  return Render(model, *req, &*messages, now_unix_seconds, prompt, leftovers);
 }
 
 ChatForwardPlan PlanChatForward(ChatForward mode, const ChatRequest& req) {

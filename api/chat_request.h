@@ -73,9 +73,13 @@ std::string ChatUnsupported(ChatForward mode, const ChatRequest& req);
 // The same, moving the message texts out of req->body (its "messages" are
 // left with empty strings): for a caller that has already taken from the
 // body all it forwards (PlanChatForward), so a 1 MB conversation is not
-// copied on its way to the renderer.
+// copied on its way to the renderer. `leftovers`, when set, receives the
+// emptied trees (the request's messages, now null in the body, the
+// template's values and inputs) instead of freeing them: a caller on the
+// request's critical path frees them after it has handed the prompt on.
 [[nodiscard]] chat::Status RenderChatPromptTakingMessages(const ChatModel& model, ChatRequest* req,
-                                                          int64_t now_unix_seconds, std::string* prompt);
+                                                          int64_t now_unix_seconds, std::string* prompt,
+                                                          std::shared_ptr<void>* leftovers = nullptr);
 
 // The body for the engine is head + "1,2,3" (the prompt's IDs) + tail, sent
 // to `target`.

@@ -49,11 +49,13 @@ bool SystemTexts(const ordered_json& system, const MessagesOptions& o, std::vect
 }
 
 // A tool_result block of a user message -> a tool message.
-bool ToolResultMessage(const ordered_json& block, ordered_json* out, RequestError* error) {
+// The request's strings are moved, not copied: the caller's tree is its own
+// and is not read again.
+bool ToolResultMessage(ordered_json& block, ordered_json* out, RequestError* error) {
   std::string text;
   auto content = block.find("content");
   if (content != block.end() && content->is_string()) {
-    text = content->get<std::string>();
+    text = std::move(content->get_ref<std::string&>());
   } else if (content != block.end() && content->is_array()) {
     bool first = true;
     for (const auto& item : *content) {
@@ -81,14 +83,14 @@ bool ToolResultMessage(const ordered_json& block, ordered_json* out, RequestErro
 
 // One Anthropic message -> chat messages appended to *out (tool results
 // first, as separate tool messages, then the message itself).
-bool ConvertMessage(const ordered_json& msg, ordered_json* out, RequestError* error) {
+bool ConvertMessage(ordered_json& msg, ordered_json* out, RequestError* error) {
   const std::string role = msg.value("role", "");
   ordered_json chat = ordered_json::object();
   chat["role"] = role;
   auto content = msg.find("content");
   if (content == msg.end()) return Fail(error, "every message needs 'content'.", "messages");
   if (content->is_string()) {
-    chat["content"] = *content;
+    chat["content"] = std::move(*content);
     out->push_back(std::move(chat));
     return true;
   }
@@ -97,7 +99,7 @@ bool ConvertMessage(const ordered_json& msg, ordered_json* out, RequestError* er
   ordered_json tool_calls = ordered_json::array();
   std::string reasoning;
   bool has_reasoning = false;
-  for (const auto& block : *content) {
+  for (auto& block : *content) {
     if (!block.is_object()) return Fail(error, "content blocks must be objects.", "messages");
     auto type_it = block.find("type");
     if (type_it == block.end() || !type_it->is_string()) return Fail(error, "content blocks need a string 'type'.", "messages");
@@ -105,7 +107,9 @@ bool ConvertMessage(const ordered_json& msg, ordered_json* out, RequestError* er
     if (type == "text") {
       auto t = block.find("text");
       if (t == block.end() || !t->is_string()) return Fail(error, "a text block needs a string 'text'.", "messages");
-      if (!t->get_ref<const std::string&>().empty()) parts.push_back(ordered_json{{"type", "text"}, {"text", *t}});
+      if (!t->get_ref<const std::string&>().empty()) {
+        parts.push_back(ordered_json{{"type", "text"}, {"text", std::move(*t)}});
+      }
     } else if (type == "thinking") {
       auto t = block.find("thinking");
       if (t != block.end() && t->is_string()) {
@@ -258,7 +262,8 @@ std::string CountTokensJson(size_t input_tokens) {
 }
 
 bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options, bool count_tokens,
-                          MessagesRequest* out, RequestError* error, size_t max_depth) {
+                          MessagesRequest* out, RequestError* error, size_t max_depth,
+                          std::shared_ptr<void>* leftovers) {
   ordered_json b;
   const JsonParseOutcome parsed = ParseBoundedJson(body, max_depth, &b);
   if (parsed == JsonParseOutcome::kTooDeep) return Fail(error, TooDeepMessage(max_depth));
@@ -305,7 +310,7 @@ bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options,
     for (const auto& s : system) joined += s;
     chat_messages.push_back(ordered_json{{"role", "system"}, {"content", std::move(joined)}});
   }
-  for (const auto& m : *messages) {
+  for (auto& m : *messages) {
     if (m["role"] == "system") continue;
     if (!ConvertMessage(m, &chat_messages, error)) return false;
   }
@@ -394,6 +399,7 @@ bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options,
   if (!kwargs.empty()) c["chat_template_kwargs"] = std::move(kwargs);
   out->session_id = SessionOfMetadata(b);
   out->chat = std::move(c);
+  if (leftovers) *leftovers = std::make_shared<ordered_json>(std::move(b));
   return true;
 }
 

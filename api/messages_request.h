@@ -5,6 +5,7 @@
 // and tokenizes like any chat request (api/chat_conversation.h). Pure.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,10 +37,13 @@ struct MessagesRequest {
 // A Messages body (count_tokens: the count_tokens body, where max_tokens is
 // not required) -> *out. False and *error (400, the message says which
 // field) for a body Anthropic's API would refuse or that carries what the
-// token path cannot (images, documents, a forced tool choice).
+// token path cannot (images, documents, a forced tool choice). The body's
+// texts are moved into the chat request; `leftovers`, when set, receives
+// the emptied parse tree for the caller to free off its critical path.
 [[nodiscard]] bool ParseMessagesRequest(std::string_view body, const MessagesOptions& options, bool count_tokens,
                                         MessagesRequest* out, RequestError* error,
-                                        size_t max_depth = kDefaultJsonMaxDepth);
+                                        size_t max_depth = kDefaultJsonMaxDepth,
+                                        std::shared_ptr<void>* leftovers = nullptr);
 
 // Python's json.dumps(value) with its defaults (", " and ": " separators,
 // every non-ASCII character as \uXXXX): how vLLM writes a tool_use block's

@@ -70,12 +70,15 @@ bool FunctionTool(const ordered_json& t, const std::string& name, ordered_json* 
   return true;
 }
 
-ordered_json ToolCall(const std::string& call_id, const std::string& name, const ordered_json& arguments) {
-  return ordered_json{{"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", arguments}}}};
+ordered_json ToolCall(const std::string& call_id, const std::string& name, ordered_json arguments) {
+  return ordered_json{
+      {"id", call_id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", std::move(arguments)}}}};
 }
 
 // One input item -> appended to (or merged into the last of) *messages.
-bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError* error) {
+// The item's values are moved, not copied: the caller's tree is its own and
+// is not read again.
+bool ConvertItem(ordered_json& item, ordered_json* messages, RequestError* error) {
   if (!item.is_object()) return Fail(error, "input: every item must be an object.", "input");
   const std::string type = item.value("type", "");
   const std::string role = item.value("role", "");
@@ -93,7 +96,7 @@ bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError*
     if (auto ns = item.find("namespace"); ns != item.end() && ns->is_string() && !ns->get_ref<const std::string&>().empty()) {
       full_name = NamespacedToolName(ns->get<std::string>(), full_name);
     }
-    ordered_json call = ToolCall(*call_id, full_name, args != item.end() ? *args : ordered_json(""));
+    ordered_json call = ToolCall(*call_id, full_name, args != item.end() ? std::move(*args) : ordered_json(""));
     if (prev) {
       auto tc = prev->find("tool_calls");
       if (tc == prev->end() || tc->is_null()) {
@@ -110,7 +113,7 @@ bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError*
   }
   if (type == "function_call_output" || type == "custom_tool_call_output") {
     auto output = item.find("output");
-    ordered_json content = output != item.end() ? *output : ordered_json(nullptr);
+    ordered_json content = output != item.end() ? std::move(*output) : ordered_json(nullptr);
     if (!CheckParts(content, error)) return false;
     messages->push_back(ordered_json{{"role", "tool"}, {"content", std::move(content)},
                                      {"tool_call_id", item.value("call_id", ordered_json(nullptr))}});
@@ -151,7 +154,7 @@ bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError*
     if (content == item.end()) return Fail(error, "input: a message needs 'content'.", "input");
     if (!CheckParts(*content, error)) return false;
     // vLLM passes such an item on as the chat message itself.
-    messages->push_back(item);
+    messages->push_back(std::move(item));
     return true;
   }
   if (type == "item_reference") {
@@ -165,7 +168,8 @@ bool ConvertItem(const ordered_json& item, ordered_json* messages, RequestError*
 
 std::string NamespacedToolName(const std::string& ns, const std::string& name) { return ns + "__" + name; }
 
-bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, RequestError* error, size_t max_depth) {
+bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, RequestError* error, size_t max_depth,
+                           std::shared_ptr<void>* leftovers) {
   ordered_json b;
   const JsonParseOutcome parsed = ParseBoundedJson(body, max_depth, &b);
   if (parsed == JsonParseOutcome::kTooDeep) return Fail(error, TooDeepMessage(max_depth));
@@ -193,7 +197,7 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
   if (input->is_string()) {
     messages.push_back(ordered_json{{"role", "user"}, {"content", *input}});
   } else if (input->is_array()) {
-    for (const auto& item : *input) {
+    for (auto& item : *input) {
       if (!ConvertItem(item, &messages, error)) return false;
     }
   } else {
@@ -288,6 +292,7 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
   // Nothing is stored (previous_response_id is refused): the response says so.
   out->echo["store"] = false;
   out->chat = std::move(c);
+  if (leftovers) *leftovers = std::make_shared<ordered_json>(std::move(b));
   return true;
 }
 

@@ -4,6 +4,7 @@
 // construct_tool_dicts; docs/agents.md). Pure.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -36,7 +37,11 @@ std::string NamespacedToolName(const std::string& ns, const std::string& name);
 // previous_response_id (toktier keeps no responses: send the whole input,
 // as Codex does with store false), encrypted reasoning, images and files,
 // a forced tool choice or output format.
+// The body's texts are moved into the chat request; `leftovers`, when set,
+// receives the emptied parse tree for the caller to free off its critical
+// path.
 [[nodiscard]] bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, RequestError* error,
-                                         size_t max_depth = kDefaultJsonMaxDepth);
+                                         size_t max_depth = kDefaultJsonMaxDepth,
+                                         std::shared_ptr<void>* leftovers = nullptr);
 
 }  // namespace toktier::api

@@ -54,6 +54,11 @@ struct RenderOptions {
   size_t max_output_bytes = 64u << 20;  // also bounds every intermediate string/list
   uint64_t max_loop_iterations = 10'000'000;  // for-loop bodies plus list elements built, summed
   int max_call_depth = 128;  // nested macro/caller calls and expression recursion
+  // When set, the values the run built (the template's own copy of the
+  // inputs: for a long conversation, thousands of nodes) are handed over
+  // here instead of freed, so a caller on a latency path frees them later,
+  // off that path.
+  std::shared_ptr<void>* keep_values = nullptr;
 };
 
 // How a template expects a message's content: vLLM's detection

@@ -186,7 +186,9 @@ std::string Interpreter::RunWith(const Node& program, Json& inputs) {
     if (global->vars.count(it.key())) FailRender("Variable already declared: " + it.key());
     global->vars[it.key()] = ConvertJson<Json>(it.value(), 0);
   }
-  return EvaluateBlock(program.body, global);
+  std::string out = EvaluateBlock(program.body, global);
+  if (options_.keep_values) *options_.keep_values = std::move(global);
+  return out;
 }
 
 std::string Interpreter::Run(const Node& program, const nlohmann::ordered_json& inputs) { return RunWith(program, inputs); }

@@ -157,7 +157,7 @@ void HttpConn::RenderForTokenizer(PreparedChat* p) {
   std::string& synth = *p->synth;
   try {
     std::string prompt;
-    core::Status rs = RenderChatPromptTakingMessages(cm, &chat, UnixNow(), &prompt);
+    core::Status rs = RenderChatPromptTakingMessages(cm, &chat, UnixNow(), &prompt, &p->leftovers.emplace_back());
     if (!rs.ok()) {
       std::fprintf(stderr, "toktier: chat template of model %s: %s%s\n", p->model->config.name.c_str(),
                    rs.ToString().c_str(), mapped_api ? "" : "; relaying the request as is");

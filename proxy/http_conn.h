@@ -71,6 +71,10 @@ struct PreparedChat {
   std::chrono::steady_clock::time_point t_parsed;
   std::string model_name;           // the parsed body's model ("" = keep the request's)
   size_t hosted_tools_dropped = 0;  // /v1/responses: counted on the strand
+  // What parsing and rendering left to free (emptied trees: the request's
+  // body, the template's values): freed on the prepare thread once the
+  // request has moved on.
+  std::vector<std::shared_ptr<void>> leftovers;
   // A /render endpoint: the engine body is planned in vLLM's token-in shape
   // (its GenerateRequest) whatever the model's mode, and answered instead of
   // sent.
@@ -299,9 +303,14 @@ void HttpConn::Prepare(Work work, Then then) {
         self->m().counter(metrics::Id::kThreadExceptions, {"prepare"}).Inc();
       });
     }
+    // Freeing a long conversation's emptied trees takes milliseconds: this
+    // thread does it after the hand-off, while the request goes on.
+    std::vector<std::shared_ptr<void>> leftovers;
+    if constexpr (requires { result->leftovers; }) leftovers = std::move(result->leftovers);
     boost::asio::post(strand, [self = std::move(self), result = std::move(*result), then = std::move(then)]() mutable {
       then(std::move(result));
     });
+    leftovers.clear();
   });
 }
 

@@ -65,7 +65,8 @@ void HttpConn::HandleMessages(bool count_tokens, bool render) {
         p.render = render;
         auto req = std::make_shared<api::MessagesRequest>();
         if (!p.Parsed([&](RequestError* err) {
-              return api::ParseMessagesRequest(*body, mo, count_tokens, req.get(), err, max_depth);
+              return api::ParseMessagesRequest(*body, mo, count_tokens, req.get(), err, max_depth,
+                                               &p.leftovers.emplace_back());
             })) {
           return p;
         }
@@ -86,7 +87,9 @@ void HttpConn::HandleResponses(bool render) {
         PreparedChat p;
         p.render = render;
         auto req = std::make_shared<api::ResponsesRequest>();
-        if (!p.Parsed([&](RequestError* err) { return api::ParseResponsesRequest(*body, req.get(), err, max_depth); })) {
+        if (!p.Parsed([&](RequestError* err) {
+              return api::ParseResponsesRequest(*body, req.get(), err, max_depth, &p.leftovers.emplace_back());
+            })) {
           return p;
         }
         p.hosted_tools_dropped = req->hosted_tools_dropped;

@@ -195,3 +195,24 @@ TEST_CASE("chat: values built in a loop cannot nest without bound") {
   CHECK(ErrorCode("{% set ns = namespace() %}{% set ns.me = ns %}") == StatusCode::kUnsupported);
   CHECK(R("{% set ns = namespace(x=[]) %}{% for i in range(3) %}{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}") == "[[[[]]]]");
 }
+
+TEST_CASE("chat: a render that keeps its values hands them over and writes the same prompt") {
+  // The proxy frees a long conversation's values after the prompt has moved
+  // on (RenderOptions::keep_values); the prompt must not depend on it.
+  const std::string source = "{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  Json inputs = {{"messages", Json::array()}};
+  for (int i = 0; i < 50; ++i) inputs["messages"].push_back({{"role", i % 2 ? "assistant" : "user"}, {"content", std::string(i, 'x')}});
+  std::unique_ptr<ChatTemplate> t;
+  REQUIRE(ChatTemplate::Compile(source, TemplateOptions{}, &t).ok());
+  std::string plain, kept;
+  REQUIRE(t->Render(inputs, RenderOptions{}, &plain).ok());
+  std::shared_ptr<void> values;
+  RenderOptions keep;
+  keep.keep_values = &values;
+  Json moved = inputs;
+  REQUIRE(t->Render(std::move(moved), keep, &kept).ok());
+  CHECK(kept == plain);
+  CHECK(values != nullptr);
+  values.reset();  // freed here, after the prompt was taken
+  CHECK(kept == plain);
+}

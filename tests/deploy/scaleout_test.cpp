@@ -149,11 +149,15 @@ void StartReplica(Replica& r, const std::string& engine_url, const std::string& 
     if (!r.port) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   REQUIRE_MESSAGE(r.port != 0, r.name << " did not start: " << Slurp(r.dir + "/toktier.log"));
-  // Ready = an engine is healthy (the first health check has passed).
+  // Ready = an engine is healthy (the first health check has passed). On a
+  // loaded machine that can take seconds; a replica that is not ready would
+  // answer the first calls 503 and fail the phase for the wrong reason.
   HttpClient c(r.port);
-  for (int i = 0; i < 200 && c.Request("GET", "/readyz", "").status != 200; ++i) {
+  int ready = 0;
+  for (int i = 0; i < 1200 && (ready = c.Request("GET", "/readyz", "").status) != 200; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(25));
   }
+  REQUIRE_MESSAGE(ready == 200, r.name << " not ready after 30 s: " << Slurp(r.dir + "/toktier.log"));
   r.alive = true;
 }
 
@@ -391,7 +395,10 @@ TEST_CASE("nginx consistent hashing over toktier replicas: kill and add keep IDs
   auto probe1 = h.Probe(600);
   h.Phase(0, p1);
   auto c1 = calls_between(0, h.calls.size());
-  for (const auto& c : c1) REQUIRE_MESSAGE(c.status == 200, "phase 1 call failed: " << c.status);
+  for (const auto& c : c1) {
+    REQUIRE_MESSAGE(c.status == 200, "phase 1 call failed: " << c.status << " (session " << c.session << ", after "
+                                                              << c.retries << " retries)");
+  }
   auto at1 = placement(c1);
   std::array<int, 4> sessions_on{};
   for (auto [s, r] : at1) {

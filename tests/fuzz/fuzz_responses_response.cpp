@@ -33,8 +33,15 @@ ResponsesTranslateOptions Options(uint8_t knobs) {
   o.created_at = 1;
   o.prompt_tokens = 5;
   if (knobs & 0x20) {
-    o.request_echo = {{"instructions", "i"}, {"tools", nlohmann::ordered_json::array()}, {"store", true},
-                      {"text", nullptr}, {"id", "resp_other"}};
+    // A namespace's tools: calls of "ns__f" (and of "f" itself) are named
+    // back from these.
+    o.request_echo = {{"instructions", "i"},
+                      {"tools", nlohmann::ordered_json::parse(
+                                    R"([{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]},
+                                        {"type":"function","name":"g"}])")},
+                      {"store", true},
+                      {"text", nullptr},
+                      {"id", "resp_other"}};
   }
   return o;
 }
