@@ -2,6 +2,8 @@
 #include "api/responses_request.h"
 #include "api/json_tree.h"
 
+#include <unordered_set>
+
 namespace toktier::api {
 
 using nlohmann::ordered_json;
@@ -57,14 +59,15 @@ bool CheckParts(const ordered_json& content, RequestError* error) {
 bool FunctionTool(const ordered_json& t, const std::string& name, ordered_json* list, RequestError* error) {
   ordered_json fn = ordered_json::object();
   fn["name"] = name;
-  for (const char* k : {"description", "parameters", "strict", "defer_loading"}) {
-    auto it = t.find(k);
-    if (it == t.end()) continue;
-    if (it->is_null() && (std::string_view(k) == "strict" || std::string_view(k) == "defer_loading")) continue;
-    if (std::string_view(k) == "parameters" && !it->is_object() && !it->is_null()) {
+  if (auto d = t.find("description"); d != t.end()) fn["description"] = *d;
+  if (auto p = t.find("parameters"); p != t.end()) {
+    if (!p->is_object() && !p->is_null()) {
       return Fail(error, "tools: a function tool's 'parameters' must be an object.", "tools");
     }
-    fn[k] = *it;
+    fn["parameters"] = *p;
+  }
+  for (const char* k : {"strict", "defer_loading"}) {
+    if (auto it = t.find(k); it != t.end() && !it->is_null()) fn[k] = *it;
   }
   list->push_back(ordered_json{{"type", "function"}, {"function", std::move(fn)}});
   return true;
@@ -235,6 +238,7 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
   if (auto tools = b.find("tools"); tools != b.end() && !tools->is_null()) {
     if (!tools->is_array()) return Fail(error, "'tools' must be a list.", "tools");
     ordered_json list = ordered_json::array();
+    std::unordered_set<std::string> plain_names;  // a namespace tool's flattened name may be one of these
     for (const auto& t : *tools) {
       if (!t.is_object()) return Fail(error, "tools: every tool must be an object.", "tools");
       const std::string type = t.value("type", "");
@@ -257,6 +261,7 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
           }
           const std::string full = NamespacedToolName(name->get<std::string>(), inner_name->get<std::string>());
           if (!FunctionTool(nt, full, &list, error)) return false;
+          out->namespaced_tools.emplace(full, NamespacedTool{name->get<std::string>(), inner_name->get<std::string>()});
         }
         continue;
       }
@@ -269,7 +274,9 @@ bool ParseResponsesRequest(std::string_view body, ResponsesRequest* out, Request
       }
       if (name == t.end() || !name->is_string()) return Fail(error, "tools: a function tool needs a string 'name'.", "tools");
       if (!FunctionTool(t, name->get<std::string>(), &list, error)) return false;
+      plain_names.insert(name->get<std::string>());
     }
+    for (const auto& plain : plain_names) out->namespaced_tools.erase(plain);
     if (!list.empty()) c["tools"] = std::move(list);
   }
   if (auto text = b.find("text"); text != b.end() && text->is_object()) {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
 
@@ -15,12 +16,23 @@
 
 namespace toktier::api {
 
+// A namespace's function tool as the client names it; the prompt names it
+// NamespacedToolName(ns, name) (vLLM's flattening).
+struct NamespacedTool {
+  std::string ns;
+  std::string name;
+};
+// The prompt's name of each namespace tool -> the client's. A name a plain
+// function tool also has is left out: that tool is the one it means.
+using NamespacedTools = std::unordered_map<std::string, NamespacedTool>;
+
 struct ResponsesRequest {
   nlohmann::ordered_json chat;  // the chat completions request
   std::string model;
   bool stream = false;
   std::string session_id;          // prompt_cache_key ("" when absent)
   size_t hosted_tools_dropped = 0;  // web_search, custom, ... left out of the prompt
+  NamespacedTools namespaced_tools;  // how the answer names a call of one back
   // Request fields the response object echoes (instructions, tools,
   // tool_choice, parallel_tool_calls, temperature, top_p,
   // max_output_tokens, reasoning, store, metadata, text, truncation,

@@ -10,13 +10,10 @@
 #include <exception>
 #include <optional>
 #include <set>
-#include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 #include "api/chat_answer_reading.h"
 #include "api/json_limits.h"
-#include "api/responses_request.h"
 
 namespace toktier::api {
 namespace {
@@ -137,54 +134,17 @@ Json MessageItem(const std::string& id, Json content, std::string_view status) {
   return {{"id", id}, {"type", "message"}, {"role", "assistant"}, {"status", status}, {"content", std::move(content)}};
 }
 
-// A tool's name as the client knows it: the prompt names a namespace's
-// tool "<namespace>__<name>" (api/responses_request.h); the call names it
-// back by the request's own tools. A plain function tool of that name wins.
+// A tool's name as the client knows it: a call of a namespace's tool (the
+// prompt's "<namespace>__<name>") is named back by the request's tools.
 struct ClientToolName {
   std::string name;
   std::string ns;  // "" when the tool is no namespace's
 };
 
-// The request's tools indexed once per answer: a lookup per tool call is
-// then O(1), however many tools and calls there are.
-class ClientToolNames {
- public:
-  explicit ClientToolNames(const Json& echo) {
-    auto tools = echo.is_object() ? echo.find("tools") : Json::const_iterator();
-    if (!echo.is_object() || tools == echo.end() || !tools->is_array()) return;
-    for (const auto& t : *tools) {
-      if (!t.is_object()) continue;
-      const std::string type = t.value("type", "");
-      auto name = t.find("name");
-      if (name == t.end() || !name->is_string()) continue;
-      if (type == "function") {
-        plain_.insert(name->get<std::string>());
-        continue;
-      }
-      auto inner = t.find("tools");
-      if (type != "namespace" || inner == t.end() || !inner->is_array()) continue;
-      for (const auto& nt : *inner) {
-        if (!nt.is_object() || nt.value("type", "") != "function") continue;
-        auto inner_name = nt.find("name");
-        if (inner_name == nt.end() || !inner_name->is_string()) continue;
-        const std::string& ns = name->get_ref<const std::string&>();
-        const std::string& n = inner_name->get_ref<const std::string&>();
-        namespaced_.emplace(NamespacedToolName(ns, n), ClientToolName{n, ns});  // the first one wins
-      }
-    }
-  }
-
-  ClientToolName Of(const std::string& prompt_name) const {
-    if (!plain_.contains(prompt_name)) {
-      if (auto it = namespaced_.find(prompt_name); it != namespaced_.end()) return it->second;
-    }
-    return {prompt_name, ""};
-  }
-
- private:
-  std::unordered_set<std::string> plain_;
-  std::unordered_map<std::string, ClientToolName> namespaced_;
-};
+ClientToolName ClientNameOf(const NamespacedTools& tools, const std::string& prompt_name) {
+  if (auto it = tools.find(prompt_name); it != tools.end()) return {it->second.name, it->second.ns};
+  return {prompt_name, ""};
+}
 
 Json FunctionCallItem(const std::string& id, const std::string& call_id, const ClientToolName& name,
                       std::string arguments, std::string_view status) {
@@ -254,8 +214,8 @@ Json ResponseJson(const ResponsesTranslateOptions& options, std::string_view sta
 // A chat tool call -> a function_call item. The arguments string goes on as
 // it is (the client parses it); an object some servers send is its JSON
 // text, none is "".
-bool FunctionCallFromChat(const Json& call, const ResponsesTranslateOptions& options, const ClientToolNames& names,
-                          size_t position, size_t output_index, Json* item, std::string* error) {
+bool FunctionCallFromChat(const Json& call, const ResponsesTranslateOptions& options, size_t position,
+                          size_t output_index, Json* item, std::string* error) {
   if (!call.is_object()) return SetError(error, "a tool call is not an object");
   auto function = call.find("function");
   if (function == call.end() || !function->is_object()) return SetError(error, "a tool call has no function");
@@ -274,7 +234,7 @@ bool FunctionCallFromChat(const Json& call, const ResponsesTranslateOptions& opt
   }
   *item = FunctionCallItem(ItemId("fc", options.id, output_index),
                            id && !id->empty() ? *id : CallId(options.id, position),
-                           names.Of(*name), std::move(arguments),
+                           ClientNameOf(options.namespaced_tools, *name), std::move(arguments),
                            "completed");
   return true;
 }
@@ -319,10 +279,9 @@ bool TranslateWhole(std::string_view chat_json, const ResponsesTranslateOptions&
     if (auto calls = message->find("tool_calls"); calls != message->end() && !calls->is_null()) {
       if (!calls->is_array()) return SetError(error, "the engine's tool_calls is not an array");
       size_t position = 0;
-      const ClientToolNames names(options.request_echo);
       for (const Json& call : *calls) {
         Json item;
-        if (!FunctionCallFromChat(call, options, names, position++, output.size(), &item, error)) return false;
+        if (!FunctionCallFromChat(call, options, position++, output.size(), &item, error)) return false;
         output.push_back(std::move(item));
       }
     }
@@ -390,7 +349,6 @@ struct ResponsesStreamTranslator::State {
   std::string open_text;         // its text, reasoning or arguments so far
   std::string open_call_id;      // a function call's call_id and name
   ClientToolName open_name;
-  std::optional<ClientToolNames> tool_names;  // built at the first tool call
   int64_t open_tool = -1;        // the engine's index of the open call
   std::string open_tool_engine_id;  // its engine id ("" when the engine gave none)
   std::set<int64_t> tools_seen;
@@ -569,8 +527,7 @@ struct ResponsesStreamTranslator::State {
       if (!Grow(name->size())) return false;
       CloseItem("completed", out);
       open_call_id = id ? *id : CallId(options.id, tool_calls);
-      if (!tool_names) tool_names.emplace(options.request_echo);
-      open_name = tool_names->Of(*name);
+      open_name = ClientNameOf(options.namespaced_tools, *name);
       OpenItem(Item::kFunctionCall, out);
       open_tool = index;
       open_tool_engine_id = id.value_or("");

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/response_translator.h"
+#include "api/responses_request.h"
 #include "core/core.h"
 
 namespace toktier::api {
@@ -35,6 +36,9 @@ struct ResponsesTranslateOptions {
   // prompt_cache_key, ...; ResponsesRequest::echo). An object, or null for
   // none: a field absent (or null) takes the default the SDK's types allow.
   nlohmann::ordered_json request_echo;
+  // The request's namespace tools (ResponsesRequest::namespaced_tools): a
+  // call of one is named back as its name plus its namespace.
+  NamespacedTools namespaced_tools;
 };
 
 // Non-streaming: a chat.completion JSON -> the response object JSON. Output

@@ -262,6 +262,7 @@ void HttpConn::ForwardChat(std::shared_ptr<ChatRequest> chat, std::shared_ptr<co
     ro.created_at = UnixNow();
     ro.prompt_tokens = IdCount(res.body.pieces[2]);
     ro.request_echo = mapped.responses->echo;
+    ro.namespaced_tools = mapped.responses->namespaced_tools;
     rq_->translator = api::MakeResponsesTranslator(std::move(chat_stage), std::move(ro), chat->stream,
                                                    cfg().max_body_bytes);
   } else {

@@ -107,7 +107,11 @@ TEST_CASE("responses mapping: a function tool keeps its definition's fields only
   REQUIRE(calls.size() == 2);
   CHECK(calls[0]["function"]["name"] == "mcp__gh__search");
   CHECK(calls[1]["function"]["name"] == "shell");
-  CHECK(r.echo["tools"][1]["type"] == "namespace");  // the answer names calls back from these
+  CHECK(r.echo["tools"][1]["type"] == "namespace");
+  // How the answer names a call of one back.
+  REQUIRE(r.namespaced_tools.size() == 1);
+  CHECK(r.namespaced_tools.at("mcp__gh__search").ns == "mcp__gh");
+  CHECK(r.namespaced_tools.at("mcp__gh__search").name == "search");
   CHECK(Refused(R"({"model": "m", "input": "x", "tools": [{"type": "namespace", "tools": []}]})").find("namespace") !=
         std::string::npos);
   CHECK(Refused(R"({"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": 3}]})")

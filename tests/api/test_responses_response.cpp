@@ -384,13 +384,18 @@ TEST_CASE("responses response: two tool calls become function_call items, argume
 }
 
 TEST_CASE("responses response: a call of a namespace's tool is named back by namespace and name") {
-  // The prompt named it mcp__github__search (api/responses_request.h).
-  ResponsesTranslateOptions options = Options();
-  options.request_echo = json::parse(R"({"tools": [
+  // The prompt named it mcp__github__search (api/responses_request.h); the
+  // names come from the request's own mapping.
+  api::ResponsesRequest request;
+  api::RequestError err;
+  REQUIRE(api::ParseResponsesRequest(R"({"model": "m", "input": "x", "tools": [
       {"type": "namespace", "name": "mcp__github", "tools": [{"type": "function", "name": "search"},
                                                               {"type": "web_search"}]},
       {"type": "function", "name": "mcp__docs__read"},
-      {"type": "namespace", "name": "mcp__docs", "tools": [{"type": "function", "name": "read"}]}]})");
+      {"type": "namespace", "name": "mcp__docs", "tools": [{"type": "function", "name": "read"}]}]})",
+                                     &request, &err));
+  ResponsesTranslateOptions options = Options();
+  options.namespaced_tools = request.namespaced_tools;
   Answer a;
   a.tool_calls = json::array({ToolCall("call_a", "mcp__github__search", R"({"q":"crash"})"),
                               ToolCall("call_b", "mcp__docs__read", "{}"), ToolCall("call_c", "plain", "{}"),

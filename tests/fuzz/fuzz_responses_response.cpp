@@ -33,8 +33,6 @@ ResponsesTranslateOptions Options(uint8_t knobs) {
   o.created_at = 1;
   o.prompt_tokens = 5;
   if (knobs & 0x20) {
-    // A namespace's tools: calls of "ns__f" (and of "f" itself) are named
-    // back from these.
     o.request_echo = {{"instructions", "i"},
                       {"tools", nlohmann::ordered_json::parse(
                                     R"([{"type":"namespace","name":"ns","tools":[{"type":"function","name":"f"}]},
@@ -42,6 +40,8 @@ ResponsesTranslateOptions Options(uint8_t knobs) {
                       {"store", true},
                       {"text", nullptr},
                       {"id", "resp_other"}};
+    // That namespace's tool: a call of "ns__f" is named back as f in ns.
+    o.namespaced_tools = {{"ns__f", {"ns", "f"}}};
   }
   return o;
 }
