@@ -32,6 +32,8 @@ std::string SharedWorkloadsDir() {
   return std::filesystem::is_directory(p, ec) ? p.string() : std::string();
 }
 
+bool SharedWorkloadsPresent() { return !SharedWorkloadsDir().empty(); }
+
 std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_and_args, const std::string& input) {
   namespace fs = std::filesystem;
   static int counter = 0;

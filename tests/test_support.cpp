@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -9,6 +11,26 @@
 #include <sstream>
 
 namespace toktier::test {
+
+namespace {
+std::atomic<bool> skipped_for_missing_data{false};
+}  // namespace
+
+void SkipForMissingData(const std::string& what) {
+  MESSAGE("SKIPPED (missing " << what << ")");
+  std::printf("SKIPPED: missing %s\n", what.c_str());
+  skipped_for_missing_data = true;
+}
+
+bool SkippedForMissingData() { return skipped_for_missing_data; }
+
+void RequireNode() {
+  static const bool node = std::system("node --version > /dev/null 2>&1") == 0;
+  REQUIRE_MESSAGE(node, "node missing: run tools/dev.sh setup (the references run on it)");
+  const std::filesystem::path probe = std::filesystem::path(TOKTIER_SOURCE_DIR) / "tools/node_modules/tokenizers/package.json";
+  std::error_code ec;
+  REQUIRE_MESSAGE(std::filesystem::exists(probe, ec), "tools/node_modules missing: run tools/dev.sh setup");
+}
 
 std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name) {
   static std::mutex mu;

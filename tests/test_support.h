@@ -29,6 +29,24 @@ std::shared_ptr<const core::Tokenizer> LoadTokenizer(const std::string& name);
 // The shared workloads folder if present ("" otherwise).
 std::string SharedWorkloadsDir();
 
+// Whether the shared workloads are here. They are optional: nothing installs
+// them (CI's machine has them).
+bool SharedWorkloadsPresent();
+
+// Ends the calling case as skipped for want of optional data, never as
+// passed: it prints what is missing, and the test binary then exits 77
+// (ctest: skipped; the unit tests set SKIP_RETURN_CODE 77) unless a case
+// failed. Data that tools/dev.sh installs is never optional: a case that
+// lacks it fails (LoadTokenizer, RequireNode).
+//   if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
+void SkipForMissingData(const std::string& what);
+bool SkippedForMissingData();
+
+// Fails the calling case unless node runs and the reference packages of
+// tools/node_modules are there: tools/dev.sh setup installs both, so a
+// reference comparison is never skipped for want of them.
+void RequireNode();
+
 // Runs `node tools/SCRIPT ARGS` with `input` on stdin and returns its stdout
 // split into non-empty lines; nullopt when node or the script fails.
 std::optional<std::vector<std::string>> RunNodeTool(const std::string& script_and_args, const std::string& input);

@@ -146,8 +146,9 @@ setup() {
   setup_agents
 }
 
+# build [CMAKE_ARGS...]: the release folder, with any extra configure options.
 build() {
-  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_NODE="$(command -v node)" >/dev/null
+  cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTOKTIER_NODE="$(command -v node)" "$@" >/dev/null
   cmake --build "$BUILD" -j "$JOBS"
 }
 
@@ -299,10 +300,13 @@ case "$cmd" in
   run) setup; build; run_main "$@" ;;
   test)
     # Each phase logs its wall time (docs/testing.md: where CI's time goes).
-    timed setup; timed build; timed run_tests "$@"
     # Then the sanitizer runs (CI included); TOKTIER_SANITIZERS=0 skips them,
-    # and so does a filtered run (ctest arguments given).
-    if [[ "${TOKTIER_SANITIZERS:-1}" == 1 && $# -eq 0 ]]; then timed run_sanitized; fi
+    # and so does a filtered run (ctest arguments given). When they run, the
+    # fuzz smoke runs there, under ASan+UBSan, and not in the release folder.
+    sanitizers=0
+    if [[ "${TOKTIER_SANITIZERS:-1}" == 1 && $# -eq 0 ]]; then sanitizers=1; fi
+    timed setup; timed build -DTOKTIER_FUZZ_SMOKE=$((1 - sanitizers)); timed run_tests "$@"
+    if ((sanitizers)); then timed run_sanitized; fi
     ;;
   sanitize) setup; run_sanitized ;;
   bench)

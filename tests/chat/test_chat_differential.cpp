@@ -247,10 +247,7 @@ struct Case {
 }  // namespace
 
 TEST_CASE("chat differential: renderer equals @huggingface/jinja on shipped and feature templates") {
-  if (std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("node is not installed: differential test skipped");
-    return;
-  }
+  toktier::test::RequireNode();
   REQUIRE_MESSAGE(fs::exists(fs::path(TOKTIER_NODE_MODULES) / "@huggingface" / "jinja"),
                   "tools/node_modules/@huggingface/jinja missing: run tools/dev.sh setup");
   std::vector<NamedTemplate> shipped = ShippedTemplates();

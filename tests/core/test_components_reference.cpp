@@ -59,10 +59,7 @@ void CheckAgainstReference(const Synthetic& s, const std::vector<std::string>& t
 TEST_CASE("metaspace: prepend schemes and split match the reference") {
   auto base = toktier::test::ReadFile(toktier::test::TokenizerPath("llama2"));
   REQUIRE_MESSAGE(base.has_value(), "tokenizer files missing: run tools/dev.sh setup");
-  if (std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("skipped: node missing");
-    return;
-  }
+  toktier::test::RequireNode();
   const std::vector<std::string> texts = {
       "Hello world", " leading space", "two  spaces and\ttab", "<s>after special</s> more", "",
       "x", "\xE2\x96\x81" "already marked", "multi\nline\n text", "  ", "caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC"};
@@ -95,10 +92,7 @@ TEST_CASE("metaspace: prepend schemes and split match the reference") {
 TEST_CASE("byte-level add_prefix_space matches the reference") {
   auto base = toktier::test::ReadFile(toktier::test::TokenizerPath("llama3"));
   REQUIRE_MESSAGE(base.has_value(), "tokenizer files missing: run tools/dev.sh setup");
-  if (std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("skipped: node missing");
-    return;
-  }
+  toktier::test::RequireNode();
   const std::vector<std::string> texts = {"Hello world", " already spaced", "<|eot_id|>after", "", "x",
                                           "a<|eot_id|> b", "\n\nnewlines", "12345 numbers"};
   auto j = nlohmann::json::parse(*base);
@@ -107,10 +101,7 @@ TEST_CASE("byte-level add_prefix_space matches the reference") {
 }
 
 TEST_CASE("BPE continuing_subword_prefix and end_of_word_suffix match the reference") {
-  if (std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("skipped: node missing");
-    return;
-  }
+  toktier::test::RequireNode();
   // A small WordPiece-like BPE: "##" marks continuations, "</w>" word ends.
   nlohmann::json vocab = nlohmann::json::object();
   uint32_t next = 0;

@@ -58,12 +58,6 @@ std::string SpansStr(const std::vector<Span>& v) {
   return o.str();
 }
 
-bool NodeAvailable() {
-  static int ok = -1;
-  if (ok < 0) ok = std::system("node --version > /dev/null 2>&1") == 0;
-  return ok == 1;
-}
-
 std::string ToolsDir() { return std::string(TOKTIER_SOURCE_DIR) + "/tools"; }
 
 // Runs tools/ref_pretokenize.js over the requests; empty on failure.
@@ -232,10 +226,7 @@ TEST_CASE("regex_split: ParsePreTokenizerSteps") {
 }
 
 TEST_CASE("regex_split: differential against the HF tokenizers reference") {
-  if (!NodeAvailable()) {
-    MESSAGE("node not found: skipping the differential pre-tokenizer test");
-    return;
-  }
+  toktier::test::RequireNode();
   REQUIRE_MESSAGE(std::filesystem::exists(ToolsDir() + "/node_modules/tokenizers"),
                   "tools/node_modules/tokenizers missing: run tools/dev.sh setup");
   std::vector<Config> configs;
@@ -284,11 +275,8 @@ TEST_CASE("regex_split: differential against the HF tokenizers reference") {
     }
   }
   auto responses = RunReference(requests);
-  if (responses.size() != requests.size()) {
-    MESSAGE("reference run failed (" << responses.size() << " of " << requests.size()
-                                     << " answers): skipping");
-    return;
-  }
+  REQUIRE_MESSAGE(responses.size() == requests.size(),
+                  "reference run failed (" << responses.size() << " of " << requests.size() << " answers)");
   size_t idx = 0, compared = 0, mismatches = 0;
   for (const auto& c : configs) {
     std::vector<core::PreTokenizerStep> steps;

@@ -37,8 +37,6 @@ using toktier::core::TokenState;
 
 namespace {
 
-bool NodeAvailable() { return std::system("node --version > /dev/null 2>&1") == 0; }
-
 // A tokenizer under test: its file (for the reference) and the loaded model.
 struct Subject {
   std::string name;
@@ -226,7 +224,7 @@ struct CampaignResult {
 void RunCampaign(const Subject& s, bool special, size_t steps, uint64_t seed, size_t max_bytes,
                  CampaignResult& total) {
   Generator g{std::mt19937_64(seed), s.specials};
-  const bool node = NodeAvailable();
+  toktier::test::RequireNode();
   std::string ref_input;
   std::vector<std::string> ours;           // repaired IDs per step, as JSON
   std::vector<std::string> descriptions;   // how to reproduce each step
@@ -273,7 +271,7 @@ void RunCampaign(const Subject& s, bool special, size_t steps, uint64_t seed, si
       state = TokenState();
       continue;
     }
-    if (node && i % ReferenceEvery() == 0) {
+    if (i % ReferenceEvery() == 0) {
       ref_input += nlohmann::json{{"text", text}, {"add_special_tokens", special}}.dump() + "\n";
       ours.push_back(nlohmann::json(state.ids()).dump());
       descriptions.push_back(std::move(how));
@@ -320,11 +318,10 @@ std::vector<RepairOutcome> CheckSequence(const Subject& s, const std::vector<std
     ref_input += nlohmann::json{{"text", text}, {"add_special_tokens", special}}.dump() + "\n";
     ours.push_back(nlohmann::json(state.ids()).dump());
   }
-  if (NodeAvailable()) {
-    auto lines = toktier::test::RunNodeTool("ref_encode.js --tokenizer '" + s.path + "'", ref_input);
-    REQUIRE(lines.has_value());
-    CHECK(*lines == ours);
-  }
+  toktier::test::RequireNode();
+  auto lines = toktier::test::RunNodeTool("ref_encode.js --tokenizer '" + s.path + "'", ref_input);
+  REQUIRE(lines.has_value());
+  CHECK(*lines == ours);
   return outcomes;
 }
 

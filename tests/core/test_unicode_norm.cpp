@@ -71,19 +71,6 @@ std::string Norm(Form f, std::string_view s) {
   return o;
 }
 
-// Whether node runs (ctest tools/node_engines fails without it). With node,
-// the reference package must be there: tools/dev.sh setup installs it, so its
-// absence fails the calling case instead of skipping the comparison.
-bool NodeAvailable() {
-  static int ok = -1;
-  if (ok < 0) ok = std::system("node --version > /dev/null 2>&1") == 0;
-  if (ok == 1) {
-    const std::string probe = std::string(TOKTIER_SOURCE_DIR) + "/tools/node_modules/tokenizers/package.json";
-    REQUIRE_MESSAGE(std::filesystem::exists(probe), "tools/node_modules/tokenizers missing: run tools/dev.sh setup");
-  }
-  return ok == 1;
-}
-
 struct Case {
   Form form;
   std::string text;
@@ -102,10 +89,7 @@ std::vector<std::string> RunReference(const std::vector<Case>& cases) {
 
 // Compares NormalizeForm and core::Normalizer with the reference on every case.
 void Differential(const char* what, const std::vector<Case>& cases) {
-  if (!NodeAvailable()) {
-    MESSAGE("node missing: skipping the differential part (" << what << ")");
-    return;
-  }
+  toktier::test::RequireNode();
   auto ref = RunReference(cases);
   REQUIRE_MESSAGE(ref.size() == cases.size(), what << ": reference run failed");
   Normalizer normalizers[4];
@@ -296,10 +280,7 @@ TEST_CASE("unicode_norm: composition candidates against the reference") {
 TEST_CASE("unicode_norm: Qwen3 (NFC) encodes the divergent examples like the reference") {
   auto t = toktier::test::LoadTokenizer("qwen3");
   REQUIRE_MESSAGE(t, "tokenizer files missing: run tools/dev.sh setup");
-  if (!NodeAvailable()) {
-    MESSAGE("node missing: skipping the Qwen3 reference comparison");
-    return;
-  }
+  toktier::test::RequireNode();
   std::vector<std::string> texts = {
       U8({'I', 0x1E08F, 0x334}),      U8({0x35F, 0x356, 0x1AC0}), U8({'x', 0x105D2, 0x307, ' ', 0x11935, 0x11930}),
       U8({'C', 0x301, 0x327, ' ', 'e', 0x301, 0x1100, 0x1161, 0x11A8}),

@@ -456,11 +456,9 @@ std::vector<Case> SyntheticCases() {
 TEST_CASE("messages and responses renders of replayed agent conversations equal the reference conversion by "
           "vLLM's rules for Qwen3, Llama 3.1 and DeepSeek-V3") {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
+  if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
   const std::vector<Case> cases = WorkloadCases();
-  if (cases.empty()) {
-    MESSAGE("shared workloads missing: skipping");
-    return;
-  }
+  REQUIRE_MESSAGE(!cases.empty(), "no conversation found in " << SharedWorkloadsDir());
   CHECK(Differential(cases) == 0);
 }
 

@@ -62,11 +62,9 @@ std::vector<std::vector<ojson>> Conversations(size_t sessions, size_t max_calls,
 TEST_CASE("every turn of replayed conversations reaches the engine as the reference tokenization of the "
           "reference rendering, in each chat_forward mode") {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
+  if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
   auto convs = Conversations(2, 8, 80000);
-  if (convs.empty()) {
-    MESSAGE("shared workloads missing: skipping");
-    return;
-  }
+  REQUIRE_MESSAGE(!convs.empty(), "no conversation found in " << SharedWorkloadsDir());
   const ojson cfg = TokenizerConfig("qwen3");
   const std::string tmpl = cfg["chat_template"].get<std::string>();
   // Reference inputs: the same variables transformers(.js) passes.

@@ -37,10 +37,7 @@ std::vector<std::string> SessionFiles(const std::string& format, size_t n) {
 
 TEST_CASE("proxy: replayed workload sessions reach the engine as exact IDs") {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
-  if (SharedWorkloadsDir().empty()) {
-    MESSAGE("shared workloads missing (../shared/workloads): skipping the replay case");
-    return;
-  }
+  if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
   MockEngine engine;
   Proxy p(TestConfig(engine));
   HttpClient client(p.port());

@@ -12,13 +12,11 @@
 
 namespace toktier::test {
 
-TEST_CASE("proxy: state survives a restart (RocksDB) and the rest of the session hits" * doctest::test_suite("concurrency")) {
+TEST_CASE("proxy: state survives a restart (RocksDB) and the rest of the session hits" *
+          doctest::test_suite("concurrency")) {
   REQUIRE_MESSAGE(TokenizersPresent(), "tokenizer files missing: run tools/dev.sh setup");
-  std::string dir = SharedWorkloadsDir();
-  if (dir.empty()) {
-    MESSAGE("shared workloads missing (../shared/workloads): skipping");
-    return;
-  }
+  if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
+  const std::string dir = SharedWorkloadsDir();
   std::string session;
   for (auto& e : std::filesystem::directory_iterator(dir + "/swe-agent/llama3")) {
     if (session.empty() || e.path().string() < session) session = e.path().string();

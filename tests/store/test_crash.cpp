@@ -17,8 +17,9 @@ using namespace toktier::store::testing;
 TEST_CASE("kill -9 during a stream of commits leaves only valid states") {
   auto tok = toktier::test::LoadTokenizer("llama3");
   REQUIRE_MESSAGE(tok, "tokenizer files missing: run tools/dev.sh setup");
+  if (!toktier::test::SharedWorkloadsPresent()) return toktier::test::SkipForMissingData("../shared/workloads");
   auto files = SessionFiles("swe-agent", "llama3");
-  if (files.empty()) return;  // the shared workloads are optional
+  REQUIRE_MESSAGE(!files.empty(), "no swe-agent llama3 session in " << toktier::test::SharedWorkloadsDir());
   std::vector<std::vector<std::string>> sessions;
   for (size_t i = 0; i < files.size() && i < 4; ++i) sessions.push_back(SessionPrompts(files[i], 40));
   TempDir d;
