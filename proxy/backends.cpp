@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "proxy/http_rules.h"
+#include "http/http.h"
 #include "api/api.h"
 #include "proxy/tokenize_service.h"
 
@@ -48,7 +48,7 @@ bool SyncRequest(asio::io_context& ioc, const Backend& b, http::verb verb, const
   ioc.restart();
   ioc.run();
   if (ec || !done) {
-    *local = IsResourceExhausted(ec);
+    *local = http1::IsResourceExhausted(ec);
     return false;
   }
   http::request<http::string_body> req{verb, target, 11};
@@ -69,7 +69,7 @@ bool SyncRequest(asio::io_context& ioc, const Backend& b, http::verb verb, const
     if (ec) return;
     // Every header byte counts against the limit (a hostile engine could
     // otherwise send header fields without end).
-    AsyncReadHeaderWithin(stream, buf, parser, header_limit, [&](beast::error_code e2, size_t) {
+    http1::AsyncReadHeaderWithin(stream, buf, parser, header_limit, [&](beast::error_code e2, size_t) {
       ec = e2;
       if (ec || parser.is_done()) return;
       http::async_read(stream, buf, parser, [&](beast::error_code e3, size_t) { ec = e3; });

@@ -17,7 +17,7 @@
 #include <xxhash.h>
 
 #include "api/api.h"
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
 namespace toktier::proxy {
 
@@ -89,7 +89,7 @@ void HttpConn::StartRequest() {
   stream_.expires_at(rq_->deadline);
   parser_.emplace();
   parser_->body_limit(cfg().max_body_bytes);
-  AsyncReadHeaderWithin(stream_, buffer_, *parser_, cfg().max_header_bytes,
+  http1::AsyncReadHeaderWithin(stream_, buffer_, *parser_, cfg().max_header_bytes,
                         beast::bind_front_handler(&HttpConn::OnReadHeader, shared_from_this()));
 }
 
@@ -101,7 +101,7 @@ void HttpConn::OnRequestReadError(error_code ec) {
                      ErrorReply::ClientClose(413, "Request body exceeds the limit of " +
                                                       std::to_string(cfg().max_body_bytes) + " bytes."));
   }
-  if (IsParseError(ec)) return SendError(Endpoint::kLocal, ErrorReply::ClientClose(400, "Malformed HTTP request."));
+  if (http1::IsParseError(ec)) return SendError(Endpoint::kLocal, ErrorReply::ClientClose(400, "Malformed HTTP request."));
   OnReadFailed(ec);
 }
 
@@ -124,12 +124,12 @@ void HttpConn::OnReadHeader(error_code ec, size_t) {
   rq_->method = req.method();
   // Framing the proxy and the engine could read differently is refused, and
   // the connection closed: its next bytes have no reliable start.
-  if (std::string_view why = FramingProblem(req, req.version()); !why.empty()) {
+  if (std::string_view why = http1::FramingProblem(req, req.version()); !why.empty()) {
     return SendError(Endpoint::kLocal, ErrorReply::ClientClose(400, "Malformed HTTP request: " + std::string(why) + "."));
   }
   // Host (RFC 9112 3.2): a front end that reads another Host than we do
   // would disagree with us about the request; refused, and closed.
-  if (std::string_view why = HostProblem(req, req.version()); !why.empty()) {
+  if (std::string_view why = http1::HostProblem(req, req.version()); !why.empty()) {
     return SendError(Endpoint::kLocal,
                      ErrorReply::ClientClose(400, "Malformed HTTP request: " + std::string(why) + ".", "invalid_host"));
   }
@@ -137,7 +137,7 @@ void HttpConn::OnReadHeader(error_code ec, size_t) {
   // will not serve (CONNECT's authority form, an absolute URI, dot
   // segments) is answered and the connection closed: what follows it on the
   // connection (a tunnel's bytes, a body) is no request to serve.
-  if (std::string_view why = TargetProblem({req.target().data(), req.target().size()}); !why.empty()) {
+  if (std::string_view why = http1::TargetProblem({req.target().data(), req.target().size()}); !why.empty()) {
     return SendError(Endpoint::kLocal,
                      ErrorReply::ClientClose(400, "Invalid request target: " + std::string(why) + ".", "invalid_target"));
   }

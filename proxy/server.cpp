@@ -13,7 +13,7 @@
 #include <pthread.h>
 
 #include "proxy/http_conn.h"
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
 namespace toktier::proxy {
 
@@ -36,7 +36,7 @@ void Server::Impl::DoAccept() {
 
 void Server::Impl::OnAccept(beast::error_code ec, tcp::socket socket) {
   if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
-  if (ec && IsResourceExhausted(ec)) {
+  if (ec && http1::IsResourceExhausted(ec)) {
     // Out of descriptors (EMFILE/ENFILE) or buffers: accepting again at once
     // would spin on the same error. Wait (10 ms, doubling to 1 s); the
     // connections wait in the listen backlog meanwhile.

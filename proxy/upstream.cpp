@@ -10,7 +10,7 @@
 #include <cstdio>
 
 #include "proxy/http_conn.h"
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
 namespace toktier::proxy {
 
@@ -30,7 +30,7 @@ void HttpConn::Forward(ForwardBody body, const std::string& session_key) {
 
 std::string HttpConn::BuildHead(const Backend& b) const {
   auto& req = parser_->get();
-  const HopByHop hop(req);
+  const http1::HopByHop hop(req);
   std::string head;
   head.append(req.method_string().data(), req.method_string().size());
   head += ' ';
@@ -72,7 +72,7 @@ void HttpConn::TryBackend(bool allow_reuse) {
 
 void HttpConn::OnUpConnect(error_code ec) {
   if (rq_->aborted) return;  // the client left; Abort closed both sides
-  if (ec && IsResourceExhausted(ec)) {
+  if (ec && http1::IsResourceExhausted(ec)) {
     // This process is out of descriptors: no fault of the backend, so no
     // failover and no unhealthy mark.
     m().counter(metrics::Id::kResourceExhausted, {"backend_connect"}).Inc();
@@ -131,7 +131,7 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
     return SendError(ErrorReply::GatewayTimeout("The backend engine did not answer in time."));
   }
   if (ec == http::error::header_limit) return BadResponse("response header fields too large");
-  if (ec && IsParseError(ec)) return BadResponse(ec.message());
+  if (ec && http1::IsParseError(ec)) return BadResponse(ec.message());
   if (ec) {
     // A pooled connection the engine closed just before our request: try a
     // fresh one (no byte of an answer came back).
@@ -151,7 +151,7 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
     rq_->attempt->CountInterim(header_bytes);
     return DoUpHeader();
   }
-  if (std::string_view why = FramingProblem(res, res.version()); !why.empty()) return BadResponse(why);
+  if (std::string_view why = http1::FramingProblem(res, res.version()); !why.empty()) return BadResponse(why);
   rq_->t_up_header = Clock::now();
   m().histogram(metrics::Id::kBackendTtfb).Observe(Seconds(rq_->t_sent, rq_->t_up_header));
   CountBackend(BackendResult::kOk);
@@ -161,7 +161,7 @@ void HttpConn::OnUpHeader(error_code ec, size_t header_bytes) {
   bool has_length = res.has_content_length();
   // Strip hop-by-hop fields (those named in Connection too); the serializer
   // re-frames the body.
-  StripHopByHop(res);
+  http1::StripHopByHop(res);
   // A client API other than the engine's: a 200 answer is translated (its
   // length changes, so it goes out chunked). Errors are relayed as they are
   // to OpenAI clients (the error JSON is the same for every OpenAI API) and
@@ -231,7 +231,7 @@ void HttpConn::OnRelayRead(error_code ec, size_t) {
       CountBackend(BackendResult::kTimeout);
       return RelayFailed(Outcome::kBackendTimeout, true);
     }
-    CountBackend(IsParseError(ec) ? BackendResult::kBadResponse : BackendResult::kIoError);
+    CountBackend(http1::IsParseError(ec) ? BackendResult::kBadResponse : BackendResult::kIoError);
     return RelayFailed(Outcome::kBackendTruncated, false);
   }
   auto& parser = rq_->attempt->parser();

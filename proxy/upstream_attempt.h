@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "proxy/backends.h"
-#include "proxy/http_rules.h"
+#include "http/http.h"
 #include "proxy/tokenize_service.h"
 
 namespace toktier::proxy {
@@ -130,7 +130,7 @@ void UpstreamAttempt::AsyncReadHeader(bool head_request, size_t limit, Handler&&
   parser_.emplace();
   parser_->body_limit(boost::none);
   if (head_request) parser_->skip(true);
-  AsyncReadHeaderWithin(stream_, buffer_, *parser_, limit, std::forward<Handler>(handler));
+  http1::AsyncReadHeaderWithin(stream_, buffer_, *parser_, limit, std::forward<Handler>(handler));
 }
 
 template <class Handler>

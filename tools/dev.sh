@@ -259,7 +259,7 @@ run_sanitized() {
   local asan="$ROOT/build/asan" tsan="$ROOT/build/tsan" supp="$ROOT/tests/sanitizers" t0=$SECONDS
   log "ASan+UBSan build ($asan)"
   cmake -S "$ROOT" -B "$asan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=address -DTOKTIER_NODE="$(command -v node)" >/dev/null
-  cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store unit_api \
+  cmake --build "$asan" -j "$JOBS" --target toktier unit_proxy unit_store unit_api unit_http \
     fuzz_hf_loader fuzz_encode_paths fuzz_session_file fuzz_completion_request fuzz_repair_edits \
     fuzz_http_request fuzz_backend_response fuzz_live_server fuzz_chat_template fuzz_chat_request fuzz_chat_response \
     fuzz_generate_response fuzz_messages_response fuzz_responses_response fuzz_messages_request fuzz_responses_request
@@ -268,7 +268,7 @@ run_sanitized() {
     LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
     UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
     ctest --output-on-failure -j "$JOBS" \
-      -R '^(proxy/test_|store/|fuzz/|api/)')
+      -R '^(proxy/test_|store/|fuzz/|api/|http/)')
   log "ASan+UBSan build and tests: $((SECONDS - t0)) s"
   log "TSan build ($tsan)"
   cmake -S "$ROOT" -B "$tsan" -G Ninja "${SANITIZE_FLAGS[@]}" -DTOKTIER_SANITIZE=thread -DTOKTIER_NODE="$(command -v node)" >/dev/null

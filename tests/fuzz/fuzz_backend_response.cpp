@@ -13,7 +13,7 @@
 
 #include "fuzz_support.h"
 #include "http_feed.h"
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
 namespace http = boost::beast::http;
 
@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       in.remove_prefix(used);
       continue;
     }
-    std::string_view framing = toktier::proxy::FramingProblem(res, res.version());
+    std::string_view framing = toktier::http1::FramingProblem(res, res.version());
     if (!framing.empty()) return 0;  // 502
     const bool complete = parser.is_done() && !ec;
     const bool keep_alive = res.keep_alive() && !parser.need_eof();
@@ -60,8 +60,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (leftover) Check(!reusable, "extra bytes after the body forbid reuse");
     if (parser.need_eof()) Check(!reusable, "an EOF-delimited body forbids reuse");
     http::fields copy = res.base();
-    toktier::proxy::HopByHop hop(copy);
-    toktier::proxy::StripHopByHop(copy);
+    toktier::http1::HopByHop hop(copy);
+    toktier::http1::StripHopByHop(copy);
     for (const auto& f : copy) Check(!hop.Contains(f.name(), f.name_string()), "hop-by-hop field stripped");
     return 0;
   }

@@ -1,6 +1,6 @@
 // The proxy's request-side rules on hostile bytes: Beast's request parser
 // with the server's limits (every header byte counted), then the same checks
-// the connection applies (proxy/http_rules.h: framing, target, hop-by-hop)
+// the connection applies (http/http.h: framing, Host, target, hop-by-hop)
 // and, for a complete /v1/completions body, the JSON body parser and the
 // error JSON. Pipelined requests are parsed one after another, as the
 // server does. Invariants are asserted; ASan/UBSan catch the rest.
@@ -16,7 +16,7 @@
 #include "api/api.h"
 #include "fuzz_support.h"
 #include "http_feed.h"
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
 namespace http = boost::beast::http;
 
@@ -57,11 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (ec || !parser.is_header_done()) return 0;
     Check(used <= kHeaderLimit + kBodyLimit + in.size(), "consumed bytes");
     auto& req = parser.get();
-    std::string_view framing = toktier::proxy::FramingProblem(req, req.version());
+    std::string_view framing = toktier::http1::FramingProblem(req, req.version());
     if (framing.empty()) {
       Check(!(req.chunked() && req.has_content_length()), "sound framing is never both chunked and sized");
     }
-    if (toktier::proxy::HostProblem(req, req.version()).empty()) {
+    if (toktier::http1::HostProblem(req, req.version()).empty()) {
       // Accepted: at most one Host (exactly one in HTTP/1.1), no userinfo,
       // path, query or whitespace in it.
       size_t hosts = 0;
@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check(hosts == 1 || (hosts == 0 && req.version() < 11), "an accepted request has one Host (HTTP/1.1)");
     }
     std::string_view target(req.target().data(), req.target().size());
-    if (toktier::proxy::TargetProblem(target).empty()) {
+    if (toktier::http1::TargetProblem(target).empty()) {
       Check(!target.empty() && target[0] == '/', "accepted targets are origin-form");
       std::string_view path = target.substr(0, target.find('?'));
       Check(path.find("/../") == std::string_view::npos && path.find("/./") == std::string_view::npos &&
@@ -82,8 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     // Hop-by-hop: nothing named in Connection survives the strip.
     http::fields copy = req.base();
-    toktier::proxy::HopByHop hop(copy);
-    toktier::proxy::StripHopByHop(copy);
+    toktier::http1::HopByHop hop(copy);
+    toktier::http1::StripHopByHop(copy);
     for (const auto& f : copy) Check(!hop.Contains(f.name(), f.name_string()), "hop-by-hop field stripped");
     Check(copy.find(http::field::connection) == copy.end(), "Connection stripped");
     Check(copy.find(http::field::transfer_encoding) == copy.end(), "Transfer-Encoding stripped");

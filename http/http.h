@@ -1,8 +1,9 @@
-// HTTP/1.1 message rules the proxy enforces on both sides (clients and
-// engines), as pure functions over Beast's parsed headers: message framing,
-// the request target, hop-by-hop fields, and a header read that counts every
-// header byte. docs/security.md ("HTTP data plane") says which rule answers
-// which attack.
+// http/: the HTTP/1.1 message rules the proxy enforces on both sides
+// (clients and engines), as pure functions over Beast's parsed headers
+// (message framing, Host, the request target, hop-by-hop fields, which
+// socket errors are local), and a header read that counts every header byte.
+// No connections or state live here; proxy/ owns those. docs/security.md
+// ("HTTP data plane") says which rule answers which attack.
 #pragma once
 
 #include <boost/beast/core.hpp>
@@ -16,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace toktier::proxy {
+namespace toktier::http1 {
 
 namespace http = boost::beast::http;
 
@@ -113,4 +114,4 @@ void AsyncReadHeaderWithin(Stream& stream, boost::beast::flat_buffer& buffer, Pa
       .Start();
 }
 
-}  // namespace toktier::proxy
+}  // namespace toktier::http1

@@ -1,4 +1,4 @@
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
 #include <boost/asio/error.hpp>
 
@@ -6,7 +6,7 @@
 #include <cctype>
 #include <cerrno>
 
-namespace toktier::proxy {
+namespace toktier::http1 {
 namespace {
 
 namespace asio = boost::asio;
@@ -194,4 +194,4 @@ bool IsParseError(const boost::system::error_code& ec) {
          ec != http::error::need_more;
 }
 
-}  // namespace toktier::proxy
+}  // namespace toktier::http1

@@ -1,11 +1,11 @@
-// proxy/http_rules.h as pure functions: the edge cases of the target,
+// http/http.h as pure functions: the edge cases of the target,
 // framing and hop-by-hop rules that the end-to-end tests
 // (test_http_hardening, test_engine_faults) exercise only by example.
 #include <doctest/doctest.h>
 
-#include "proxy/http_rules.h"
+#include "http/http.h"
 
-namespace toktier::proxy {
+namespace toktier::http1 {
 
 TEST_CASE("http rules: request targets") {
   for (const char* ok : {"/", "/v1/", "/v1/models", "/v1//models", "/v1/a.b", "/v1/...", "/v1/.hidden", "/v1/a..b",
@@ -62,4 +62,4 @@ TEST_CASE("http rules: hop-by-hop fields, those named in Connection included") {
   CHECK(left == std::vector<std::string>{"Authorization", "X-Keep"});
 }
 
-}  // namespace toktier::proxy
+}  // namespace toktier::http1
