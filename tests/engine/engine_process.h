@@ -26,14 +26,16 @@ inline std::string EngineModelPath(const std::string& name) {
   return std::string(TOKTIER_ENGINE_MODELS) + "/" + name + ".gguf";
 }
 
-// True when node, the engine script, node-llama-cpp and the models exist.
-inline bool EngineAvailable(const std::vector<std::string>& models) {
+// Fails the calling case unless node, the engine script and the models
+// exist: tools/dev.sh installs the engine and the build makes the models
+// (unit_engine depends on engine_models), so none of them is optional.
+inline void RequireEngine(const std::vector<std::string>& models) {
   std::error_code ec;
-  if (!std::filesystem::exists(TOKTIER_NODE, ec) || !std::filesystem::exists(TOKTIER_ENGINE_SCRIPT, ec)) return false;
+  REQUIRE_MESSAGE((std::filesystem::exists(TOKTIER_NODE, ec) && std::filesystem::exists(TOKTIER_ENGINE_SCRIPT, ec)),
+                  "node or the llama.cpp engine script missing: run tools/dev.sh setup");
   for (const auto& m : models) {
-    if (!std::filesystem::exists(EngineModelPath(m), ec)) return false;
+    REQUIRE_MESSAGE(std::filesystem::exists(EngineModelPath(m), ec), "engine model " << m << " missing (BUILD/models)");
   }
-  return true;
 }
 
 struct EngineProcess {

@@ -69,8 +69,7 @@ std::string StreamedContent(const std::string& body) {
 
 TEST_CASE("chat through toktier (completions mode) in front of llama.cpp equals direct generation on the "
           "rendered prompt") {
-  REQUIRE_MESSAGE(EngineAvailable({"llama3.1", "qwen3"}),
-                  "llama.cpp engine or its models missing (tools/dev.sh setup; BUILD/models)");
+  RequireEngine({"llama3.1", "qwen3"});
   if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
   REQUIRE_MESSAGE((LoadTokenizer("qwen3") && LoadTokenizer("llama3_1")), "tokenizer files missing: run tools/dev.sh setup");
   auto log = std::filesystem::temp_directory_path() / ("toktier_llama_chat_" + std::to_string(getpid()) + ".log");

@@ -43,12 +43,10 @@ EngineProcess& Engine() {
   return *engine;
 }
 
-// The engine, its models (the build makes them: unit_engine depends on
-// engine_models) and the tokenizer files are all installed by tools/dev.sh;
-// a missing one fails the calling case.
-void RequireEngine() {
-  REQUIRE_MESSAGE(EngineAvailable({"llama3.1", "qwen3"}),
-                  "llama.cpp engine or its models missing (tools/dev.sh setup; BUILD/models)");
+// The engine, its models and the tokenizer files: a missing one fails the
+// calling case.
+void RequireEngineAndTokenizers() {
+  RequireEngine({"llama3.1", "qwen3"});
   REQUIRE_MESSAGE((LoadTokenizer("llama3_1") && LoadTokenizer("qwen3")), "tokenizer files missing: run tools/dev.sh setup");
 }
 
@@ -165,7 +163,7 @@ std::vector<json> Events(const std::string& body) {
 
 TEST_CASE("replayed sessions through toktier reach llama.cpp as its own tokenization; the guard "
           "matches; the engine evaluates only each call's new tail") {
-  RequireEngine();
+  RequireEngineAndTokenizers();
   if (!SharedWorkloadsPresent()) return SkipForMissingData("../shared/workloads");
   HttpClient direct(Engine().port);
   proxy::Server server(ProxyConfig(Engine().url()));
@@ -227,7 +225,7 @@ TEST_CASE("replayed sessions through toktier reach llama.cpp as its own tokeniza
 
 TEST_CASE("greedy completions and their streams through toktier equal those for the text sent "
           "straight to llama.cpp") {
-  RequireEngine();
+  RequireEngineAndTokenizers();
   std::vector<std::pair<std::string, std::string>> cases = {
       {"llama3.1", "The quick brown fox jumps over the lazy dog. def main():\n    print(\"hello\")\n"},
       {"qwen3", "<|im_start|>user\nWrite a function that adds two numbers.<|im_end|>\n<|im_start|>assistant\n"},
@@ -286,7 +284,7 @@ TEST_CASE("greedy completions and their streams through toktier equal those for 
 }
 
 TEST_CASE("where llama.cpp tokenizes differently from HF, the guard switches the model to text") {
-  RequireEngine();
+  RequireEngineAndTokenizers();
   // Findings (docs/engine.md): llama.cpp as bundled by node-llama-cpp 3.21.1
   // applies no NFC normalizer for Qwen3 (U+2126 OHM SIGN stays itself; HF
   // maps it to U+03A9), and its Unicode tables predate Unicode 16 (U+10D52,
